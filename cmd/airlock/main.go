@@ -1,0 +1,86 @@
+// Command airlock runs untrusted shell commands in throw-away, locked-down
+// containers. This file wires subcommands to the executor; behaviour lives there.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `airlock runs commands in throw-away, locked-down containers.
+
+Usage:
+  airlock run [flags] -- CMD [ARGS...]   run one command and exit with its code
+  airlock images build [NAME...]         build the sandbox images (offline)
+  airlock images ls                      list the sandbox images in the engine
+  airlock version                        print the client and engine versions
+
+Run 'airlock run -h' for the run flags.
+`
+
+// exitUsage is the exit code of airlock's own failures (bad flags, engine down),
+// as docker run uses it, so that it is not confused with the command's code.
+const exitUsage = executor.ExitFailed
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches a command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	code := 0
+	switch args[0] {
+	case "run":
+		code, err = runCmd(ctx, args[1:], stdout, stderr)
+	case "images":
+		err = imagesCmd(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		err = versionCmd(stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "airlock: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	if err != nil {
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(stderr, "airlock:", err)
+		}
+		return exitUsage
+	}
+	return code
+}
+
+// errReported means the message was already printed (e.g. by the flag package).
+var errReported = errors.New("reported")
+
+func versionCmd(w io.Writer) error {
+	fmt.Fprintf(w, "airlock %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	ex, err := executor.New()
+	if err != nil {
+		fmt.Fprintf(w, "engine: %v\n", err)
+		return nil
+	}
+	defer ex.Close()
+	v, api := ex.EngineVersion()
+	fmt.Fprintf(w, "engine: docker %s (API %s), runtimes: %v\n", v, api, ex.EngineRuntimes())
+	return nil
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	units "github.com/docker/go-units"
+)
+
+// runCmd is `airlock run [flags] -- CMD [ARGS...]`: one argument after the flags is
+// a shell command, more are an argv executed without a shell.
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	spec, asJSON, err := parseRunFlags(args, stderr)
+	if err != nil {
+		return 0, err
+	}
+	ex, err := executor.New()
+	if err != nil {
+		return 0, err
+	}
+	defer ex.Close()
+
+	var opts []executor.RunOption
+	if !asJSON {
+		opts = append(opts, executor.WithLiveOutput(stdout, stderr))
+	}
+	res, err := ex.Run(ctx, spec, opts...)
+	if errors.Is(err, executor.ErrInvalidSpec) {
+		return 0, err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return 0, err
+		}
+	} else {
+		explain(stderr, res)
+	}
+	if err != nil && res.State == executor.StateFailed {
+		if asJSON {
+			return res.ExitCode, nil // the reason is in the printed result
+		}
+		return 0, err
+	}
+	return res.ExitCode, nil
+}
+
+// explain prints what a person at a terminal would otherwise have to guess: why
+// the run ended the way it did.
+func explain(w io.Writer, r executor.Result) {
+	switch {
+	case r.TimedOut:
+		fmt.Fprintf(w, "airlock: timed out after %s (exit %d)\n", time.Duration(r.DurationMS)*time.Millisecond, r.ExitCode)
+	case r.OOMKilled:
+		fmt.Fprintf(w, "airlock: out of memory: the kernel killed a process (exit %d)\n", r.ExitCode)
+	case r.State == executor.StateKilled:
+		fmt.Fprintf(w, "airlock: killed (exit %d)\n", r.ExitCode)
+	}
+	if r.StdoutTruncated || r.StderrTruncated {
+		fmt.Fprintf(w, "airlock: output over --max-output was not kept in the result (stdout %d bytes, stderr %d bytes)\n", r.StdoutBytes, r.StderrBytes)
+	}
+}
+
+// parseRunFlags turns the command line into a Spec. Sizes take docker's units
+// (512m, 1g), the timeout a duration (30s) or plain seconds (30).
+func parseRunFlags(args []string, stderr io.Writer) (executor.Spec, bool, error) {
+	var (
+		spec                         executor.Spec
+		memory, tmpfsSize, maxOutput string
+		timeout, stdinFile           string
+		asJSON                       bool
+		env, labels                  = kvFlag{}, kvFlag{}
+	)
+	fs := flag.NewFlagSet("airlock run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: airlock run [flags] -- CMD [ARGS...]\n\nOne argument after -- is a shell command (sh -c); more are run directly.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&spec.Image, "image", "", "sandbox image (default airlock/minimal)")
+	fs.StringVar(&memory, "memory", "", "memory limit, e.g. 512m (no swap on top)")
+	fs.Float64Var(&spec.CPUs, "cpus", 0, "CPU quota in cores, e.g. 0.5")
+	fs.Int64Var(&spec.Pids, "pids", 0, "maximum number of processes and threads")
+	fs.StringVar(&tmpfsSize, "tmpfs-size", "", "size of /tmp, /workspace and /dev/shm, e.g. 64m")
+	fs.StringVar(&timeout, "timeout", "", "wall-clock limit: 30s, 2m, or seconds (default 60)")
+	fs.StringVar(&spec.Workdir, "workdir", "", "working directory in the sandbox (default /workspace)")
+	fs.Var(&env, "env", "environment variable K=V (repeatable)")
+	fs.StringVar(&spec.User, "user", "", "uid[:gid] to run as (default 65534:65534)")
+	fs.StringVar(&spec.Network, "network", "", "network to join (default none)")
+	fs.StringVar(&spec.Runtime, "runtime", "", "OCI runtime: runc or runsc")
+	fs.StringVar(&stdinFile, "stdin-file", "", "file fed to the command's stdin ('-' for this terminal's stdin)")
+	fs.StringVar(&maxOutput, "max-output", "", "bytes of each stream kept in the result, e.g. 1m")
+	fs.IntVar(&spec.TailLines, "tail-lines", 0, "lines in the result's stdout_tail/stderr_tail (default 100)")
+	fs.Var(&labels, "label", "label K=V echoed in the result (repeatable)")
+	fs.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return spec, false, errReported
+		}
+		return spec, false, errReported
+	}
+
+	var err error
+	if spec.Memory, err = parseBytes("memory", memory); err != nil {
+		return spec, false, err
+	}
+	if spec.TmpfsSize, err = parseBytes("tmpfs-size", tmpfsSize); err != nil {
+		return spec, false, err
+	}
+	if spec.MaxOutput, err = parseBytes("max-output", maxOutput); err != nil {
+		return spec, false, err
+	}
+	if spec.Timeout, err = parseSeconds("timeout", timeout); err != nil {
+		return spec, false, err
+	}
+	if len(env) > 0 {
+		spec.Env = env
+	}
+	if len(labels) > 0 {
+		spec.Labels = labels
+	}
+	switch stdinFile {
+	case "":
+	case "-":
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return spec, false, fmt.Errorf("--stdin-file: %w", err)
+		}
+		s := string(b)
+		spec.Stdin = &s
+	default:
+		b, err := os.ReadFile(stdinFile)
+		if err != nil {
+			return spec, false, fmt.Errorf("--stdin-file: %w", err)
+		}
+		s := string(b)
+		spec.Stdin = &s
+	}
+	switch rest := fs.Args(); len(rest) {
+	case 0:
+		return spec, false, fmt.Errorf("no command: airlock run [flags] -- CMD [ARGS...]")
+	case 1:
+		spec.Command = rest[0]
+	default:
+		spec.Argv = rest
+	}
+	return spec, asJSON, nil
+}
+
+// parseBytes reads a size in docker's units; "" means the default (0).
+func parseBytes(flagName, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := units.RAMInBytes(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--%s: %q is not a size (e.g. 512m, 1g, 65536)", flagName, v)
+	}
+	return n, nil
+}
+
+// parseSeconds reads "30", "1.5" or a Go duration such as "30s" or "2m".
+func parseSeconds(flagName, v string) (executor.Seconds, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return executor.Seconds(f), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %q is not a duration (e.g. 30s, 2m, or 30 for seconds)", flagName, v)
+	}
+	return executor.Seconds(d.Seconds()), nil
+}
+
+// kvFlag collects repeated K=V flags.
+type kvFlag map[string]string
+
+func (f kvFlag) String() string { return "" }
+
+func (f kvFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not K=V", v)
+	}
+	f[k] = val
+	return nil
+}

@@ -1,0 +1,113 @@
+package executor
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+)
+
+// Limits is one set of the resource figures a Spec may ask for.
+type Limits struct {
+	Memory    int64         // bytes
+	CPUs      float64       // cores
+	Pids      int64         // tasks
+	TmpfsSize int64         // bytes, for each of /tmp, /workspace and /dev/shm
+	Timeout   time.Duration // wall clock of a foreground run
+	MaxOutput int64         // bytes kept per stream in a Result
+}
+
+// Config is the operator's side of the contract: defaults for what a Spec leaves
+// out, and ceilings no Spec may exceed.
+type Config struct {
+	// DefaultImage runs when a Spec names none. airlock builds its own images
+	// (images/) on first use when they are missing.
+	DefaultImage string
+	// Defaults fill the limits a Spec leaves at zero.
+	Defaults Limits
+	// Ceilings bound every Spec; a request over one is an invalid spec.
+	// Ceilings.CPUs of 0 means the engine's CPU count.
+	Ceilings Limits
+	// DefaultTailLines is the number of lines in a Result's tails.
+	DefaultTailLines int
+	// DefaultUser runs the command; AllowRoot permits a Spec to ask for uid 0.
+	DefaultUser string
+	AllowRoot   bool
+	// Networks a Spec may join; the first is not implied, "none" is the default.
+	Networks []string
+	// Runtimes a Spec may ask for, and the one used when it asks for none. A runtime
+	// allowed here but absent from the engine fails the run with a clear error.
+	Runtimes       []string
+	DefaultRuntime string
+	// KillGrace is the time between SIGTERM and SIGKILL when a run is ended.
+	KillGrace time.Duration
+	// MaxArgBytes bounds command, argv, env and labels together; MaxStdin bounds stdin.
+	MaxArgBytes int
+	MaxStdin    int64
+	// Logger receives airlock's own messages (image builds, cleanup failures).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults of SPEC §3.
+func DefaultConfig() Config {
+	return Config{
+		DefaultImage: "airlock/minimal",
+		Defaults: Limits{
+			Memory:    512 << 20,
+			CPUs:      1,
+			Pids:      256,
+			TmpfsSize: 64 << 20,
+			Timeout:   60 * time.Second,
+			MaxOutput: 1 << 20,
+		},
+		Ceilings: Limits{
+			Memory:    8 << 30,
+			Pids:      4096,
+			TmpfsSize: 1 << 30,
+			Timeout:   3600 * time.Second,
+			MaxOutput: 64 << 20,
+		},
+		DefaultTailLines: 100,
+		DefaultUser:      "65534:65534",
+		Networks:         []string{"none"},
+		Runtimes:         []string{"runc", "runsc"},
+		DefaultRuntime:   "runc",
+		KillGrace:        2 * time.Second,
+		MaxArgBytes:      1 << 20,
+		MaxStdin:         16 << 20,
+		Logger:           slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	}
+}
+
+// check reports a Config whose defaults break its own ceilings.
+func (c *Config) check() error {
+	d, m := c.Defaults, c.Ceilings
+	switch {
+	case c.DefaultImage == "":
+		return fmt.Errorf("config: DefaultImage is empty")
+	case d.Memory < minMemory || d.Memory > m.Memory:
+		return fmt.Errorf("config: default memory %s outside %s..%s", formatBytes(d.Memory), formatBytes(minMemory), formatBytes(m.Memory))
+	case d.CPUs <= 0 || d.CPUs > m.CPUs:
+		return fmt.Errorf("config: default cpus %g outside 0..%g", d.CPUs, m.CPUs)
+	case d.Pids < 2 || d.Pids > m.Pids:
+		return fmt.Errorf("config: default pids %d outside 2..%d", d.Pids, m.Pids)
+	case d.TmpfsSize < 1<<20 || d.TmpfsSize > m.TmpfsSize:
+		return fmt.Errorf("config: default tmpfs size %s outside 1MiB..%s", formatBytes(d.TmpfsSize), formatBytes(m.TmpfsSize))
+	case d.Timeout <= 0 || d.Timeout > m.Timeout:
+		return fmt.Errorf("config: default timeout %s outside 0..%s", d.Timeout, m.Timeout)
+	case d.MaxOutput < 0 || d.MaxOutput > m.MaxOutput:
+		return fmt.Errorf("config: default max output %s outside 0..%s", formatBytes(d.MaxOutput), formatBytes(m.MaxOutput))
+	case c.DefaultTailLines < 0:
+		return fmt.Errorf("config: DefaultTailLines is negative")
+	case c.KillGrace < 0:
+		return fmt.Errorf("config: KillGrace is negative")
+	case !userSpec.MatchString(c.DefaultUser):
+		return fmt.Errorf("config: DefaultUser %q is not uid[:gid] or a name", c.DefaultUser)
+	case !slices.Contains(c.Runtimes, c.DefaultRuntime):
+		return fmt.Errorf("config: DefaultRuntime %q is not among Runtimes", c.DefaultRuntime)
+	case c.Logger == nil:
+		return fmt.Errorf("config: Logger is nil")
+	}
+	return nil
+}

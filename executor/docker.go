@@ -1,0 +1,296 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-units"
+)
+
+// dockerEngine is the engine over the Docker Engine API.
+type dockerEngine struct {
+	c *client.Client
+}
+
+// newDockerEngine connects as the docker CLI does (DOCKER_HOST and friends) and
+// negotiates the API version, so that an old engine (20.10, API 1.41) works.
+func newDockerEngine() (*dockerEngine, error) {
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return &dockerEngine{c: c}, nil
+}
+
+func (d *dockerEngine) Close() error { return d.c.Close() }
+
+func (d *dockerEngine) info(ctx context.Context) (engineInfo, error) {
+	if _, err := d.c.Ping(ctx); err != nil {
+		return engineInfo{}, err
+	}
+	in, err := d.c.Info(ctx)
+	if err != nil {
+		return engineInfo{}, err
+	}
+	runtimes := make([]string, 0, len(in.Runtimes))
+	for name := range in.Runtimes {
+		runtimes = append(runtimes, name)
+	}
+	sort.Strings(runtimes)
+	return engineInfo{Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes}, nil
+}
+
+func (d *dockerEngine) imageExists(ctx context.Context, ref string) (bool, error) {
+	_, err := d.c.ImageInspect(ctx, ref)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+func (d *dockerEngine) buildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error {
+	resp, err := d.c.ImageBuild(ctx, buildContext, build.ImageBuildOptions{
+		Tags:        []string{tag},
+		Labels:      labels,
+		NoCache:     true, // the classic builder's cache can be poisoned for FROM scratch
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+	})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return jsonmessage.DisplayJSONMessagesStream(resp.Body, progress, 0, false, nil)
+}
+
+func (d *dockerEngine) pullImage(ctx context.Context, ref string) error {
+	rc, err := d.c.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
+}
+
+func (d *dockerEngine) listImages(ctx context.Context, label string) ([]Image, error) {
+	list, err := d.c.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", label))})
+	if err != nil {
+		return nil, err
+	}
+	var out []Image
+	for _, im := range list {
+		refs := im.RepoTags
+		if len(refs) == 0 {
+			refs = []string{"<none>"}
+		}
+		for _, ref := range refs {
+			out = append(out, Image{Ref: ref, ID: im.ID, Recipe: im.Labels[label], Size: im.Size, Created: unixTime(im.Created)})
+		}
+	}
+	return out, nil
+}
+
+func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, error) {
+	tmpfsOpts := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", p.TmpfsSize)
+	init := true
+	pids := p.Pids
+	cfg := &container.Config{
+		Image:        p.Image,
+		Cmd:          p.Cmd,
+		Entrypoint:   []string{}, // the image's entrypoint must not wrap the command
+		Env:          p.Env,
+		WorkingDir:   p.Workdir,
+		User:         p.User,
+		Hostname:     "sandbox",
+		Labels:       p.Labels,
+		AttachStdout: true,
+		AttachStderr: true,
+		AttachStdin:  p.OpenStdin,
+		OpenStdin:    p.OpenStdin,
+		StdinOnce:    p.OpenStdin,
+	}
+	host := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(p.Network),
+		ReadonlyRootfs: true,
+		Tmpfs:          map[string]string{"/tmp": tmpfsOpts, "/workspace": tmpfsOpts},
+		ShmSize:        p.TmpfsSize,
+		Init:           &init,
+		Runtime:        p.Runtime,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + seccompProfile()},
+		MaskedPaths:    maskedPaths,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			Memory:     p.Memory,
+			MemorySwap: p.Memory, // swap = memory: no swap at all
+			NanoCPUs:   p.NanoCPUs,
+			PidsLimit:  &pids,
+			Ulimits: []*units.Ulimit{
+				{Name: "nofile", Soft: 1024, Hard: 1024},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	resp, err := d.c.ContainerCreate(ctx, cfg, host, nil, nil, p.Name)
+	if cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("%w: %v", errNoImage, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return resp.ID, nil
+}
+
+// maskedPaths are the engine's current defaults (docker 28), which add
+// /proc/interrupts and powercap to what a 20.10 engine masks. Setting them replaces
+// the engine's list, so every default must be here.
+var maskedPaths = []string{
+	"/proc/asound",
+	"/proc/acpi",
+	"/proc/interrupts",
+	"/proc/kcore",
+	"/proc/keys",
+	"/proc/latency_stats",
+	"/proc/timer_list",
+	"/proc/timer_stats",
+	"/proc/sched_debug",
+	"/proc/scsi",
+	"/sys/firmware",
+	"/sys/devices/virtual/powercap",
+}
+
+func (d *dockerEngine) attach(ctx context.Context, id string, stdin bool) (*attachment, error) {
+	hj, err := d.c.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: stdin, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, err
+	}
+	return &attachment{
+		copyOutput: func(stdout, stderr io.Writer) error {
+			_, err := stdcopy.StdCopy(stdout, stderr, hj.Reader)
+			return err
+		},
+		stdin:      hj.Conn,
+		closeStdin: hj.CloseWrite,
+		close:      hj.Close,
+	}, nil
+}
+
+func (d *dockerEngine) wait(ctx context.Context, id string) <-chan error {
+	done := make(chan error, 1)
+	resC, errC := d.c.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	go func() {
+		select {
+		case res := <-resC:
+			if res.Error != nil && res.Error.Message != "" {
+				done <- errors.New(res.Error.Message)
+				return
+			}
+			done <- nil
+		case err := <-errC:
+			done <- err
+		}
+	}()
+	return done
+}
+
+func (d *dockerEngine) start(ctx context.Context, id string) error {
+	return d.c.ContainerStart(ctx, id, container.StartOptions{})
+}
+
+func (d *dockerEngine) kill(ctx context.Context, id, signal string) error {
+	err := d.c.ContainerKill(ctx, id, signal)
+	if err != nil && (cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) || isNotRunning(err)) {
+		return nil // already gone or already stopped: the kill has nothing left to do
+	}
+	return err
+}
+
+func isNotRunning(err error) bool { return strings.Contains(err.Error(), "is not running") }
+
+func (d *dockerEngine) inspect(ctx context.Context, id string) (containerState, error) {
+	in, err := d.c.ContainerInspect(ctx, id)
+	if err != nil {
+		return containerState{}, err
+	}
+	st := in.State
+	return containerState{
+		Running:    st.Running,
+		ExitCode:   st.ExitCode,
+		OOMKilled:  st.OOMKilled,
+		Error:      st.Error,
+		StartedAt:  parseEngineTime(st.StartedAt),
+		FinishedAt: parseEngineTime(st.FinishedAt),
+	}, nil
+}
+
+func (d *dockerEngine) stats(ctx context.Context, id string, sample func(usageSample)) error {
+	resp, err := d.c.ContainerStats(ctx, id, true)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var s container.StatsResponse
+		if err := dec.Decode(&s); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if s.Read.IsZero() || s.PidsStats.Current == 0 && s.CPUStats.CPUUsage.TotalUsage == 0 {
+			continue // the container is not (or no longer) running: an empty sample
+		}
+		u := usageSample{CPUNanos: s.CPUStats.CPUUsage.TotalUsage, MemoryPeak: s.MemoryStats.MaxUsage}
+		if u.MemoryPeak == 0 { // cgroup v2 reports no peak through this API
+			u.MemoryPeak = s.MemoryStats.Usage
+		}
+		for _, e := range s.BlkioStats.IoServiceBytesRecursive {
+			switch strings.ToLower(e.Op) {
+			case "read":
+				u.IORead += e.Value
+			case "write":
+				u.IOWrite += e.Value
+			}
+		}
+		sample(u)
+	}
+}
+
+func (d *dockerEngine) remove(ctx context.Context, id string) error {
+	err := d.c.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "already in progress")) {
+		return nil
+	}
+	return err
+}
+
+// parseEngineTime reads the engine's RFC 3339 timestamps; the zero time stands for
+// the engine's "0001-01-01T00:00:00Z" (never happened).
+func parseEngineTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() <= 1 {
+		return time.Time{}
+	}
+	return t
+}
+
+func unixTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }

@@ -1,0 +1,107 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// engine is everything airlock asks of the container engine. Only docker.go knows
+// the Docker SDK; a move to another SDK or engine touches that file alone, and unit
+// tests replace the engine with a fake to reach error paths a real one rarely takes.
+type engine interface {
+	// info pings the engine and reports what it offers.
+	info(ctx context.Context) (engineInfo, error)
+
+	imageExists(ctx context.Context, ref string) (bool, error)
+	buildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error
+	pullImage(ctx context.Context, ref string) error
+	listImages(ctx context.Context, label string) ([]Image, error)
+
+	create(ctx context.Context, p containerPlan) (containerID string, err error)
+	// attach connects to the container's streams; call it before start so that no
+	// byte is written before anyone listens.
+	attach(ctx context.Context, id string, stdin bool) (*attachment, error)
+	// wait arms a wait for the container's next exit; call it before start. The
+	// channel yields once: nil when the container exited.
+	wait(ctx context.Context, id string) <-chan error
+	start(ctx context.Context, id string) error
+	kill(ctx context.Context, id, signal string) error
+	inspect(ctx context.Context, id string) (containerState, error)
+	// stats calls sample with each resource sample the engine reports, until the
+	// container stops or ctx ends.
+	stats(ctx context.Context, id string, sample func(usageSample)) error
+	// remove deletes the container and its anonymous volumes; a container that is
+	// already gone is not an error.
+	remove(ctx context.Context, id string) error
+}
+
+// engineInfo is what the engine says of itself.
+type engineInfo struct {
+	Version  string
+	APIVer   string
+	CPUs     int
+	Runtimes []string
+}
+
+// Image is one sandbox image present in the engine.
+type Image struct {
+	Ref     string    `json:"ref"`
+	ID      string    `json:"id"`
+	Recipe  string    `json:"recipe,omitempty"`
+	Size    int64     `json:"size"`
+	Created time.Time `json:"created"`
+}
+
+// containerPlan is one sandbox container, fully decided: every default applied,
+// every limit checked.
+type containerPlan struct {
+	Name      string
+	Image     string
+	Cmd       []string
+	Env       []string
+	Workdir   string
+	User      string
+	Memory    int64
+	NanoCPUs  int64
+	Pids      int64
+	TmpfsSize int64
+	Network   string
+	Runtime   string
+	OpenStdin bool
+	Labels    map[string]string
+}
+
+// attachment is a live connection to a container's stdio.
+type attachment struct {
+	// copyOutput demultiplexes the container's output into stdout and stderr until
+	// the container closes them.
+	copyOutput func(stdout, stderr io.Writer) error
+	// stdin writes to the container's stdin; closeStdin sends EOF.
+	stdin      io.Writer
+	closeStdin func() error
+	// close tears the connection down, ending copyOutput.
+	close func()
+}
+
+// containerState is the engine's record of how a container ran.
+type containerState struct {
+	Running    bool
+	ExitCode   int
+	OOMKilled  bool
+	Error      string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// usageSample is one reading of the container's cgroup counters.
+type usageSample struct {
+	CPUNanos   uint64
+	MemoryPeak uint64
+	IORead     uint64
+	IOWrite    uint64
+}
+
+// errNoImage is returned by create when the image is not in the engine.
+var errNoImage = errors.New("image not found")

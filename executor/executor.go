@@ -1,0 +1,212 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/images"
+)
+
+// Labels airlock puts on every container it creates.
+const (
+	labelPrefix  = "io.airlock."
+	LabelManaged = labelPrefix + "managed" // always "true"
+	LabelID      = labelPrefix + "id"      // the run's airlock id
+)
+
+// ErrEngine wraps every failure of the container engine (unreachable, refused a
+// request, missing image or runtime): the run could not happen as asked.
+var ErrEngine = errors.New("engine")
+
+// Executor runs Specs in sandbox containers. It is safe for concurrent use.
+type Executor struct {
+	cfg      Config
+	eng      engine
+	closeEng func() error
+
+	mu   sync.Mutex
+	info engineInfo
+
+	buildMu sync.Mutex // one image build at a time; others wait for its outcome
+}
+
+// Option configures New.
+type Option func(*Executor) error
+
+// WithConfig replaces DefaultConfig. Start from DefaultConfig and change fields.
+func WithConfig(c Config) Option {
+	return func(e *Executor) error { e.cfg = c; return nil }
+}
+
+// withEngine replaces the Docker engine, for unit tests.
+func withEngine(eng engine) Option {
+	return func(e *Executor) error { e.eng = eng; return nil }
+}
+
+// New connects to the engine (DOCKER_HOST, or the local socket), checks that it
+// answers, and returns an Executor.
+func New(opts ...Option) (*Executor, error) {
+	e := &Executor{cfg: DefaultConfig()}
+	for _, opt := range opts {
+		if err := opt(e); err != nil {
+			return nil, err
+		}
+	}
+	if e.eng == nil {
+		d, err := newDockerEngine()
+		if err != nil {
+			return nil, err
+		}
+		e.eng, e.closeEng = d, d.Close
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	info, err := e.eng.info(ctx)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("%w: unreachable: %v", ErrEngine, err)
+	}
+	e.info = info
+	if e.cfg.Ceilings.CPUs == 0 {
+		e.cfg.Ceilings.CPUs = float64(info.CPUs)
+	}
+	if err := e.cfg.check(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close releases the connection to the engine. Runs in flight are not affected.
+func (e *Executor) Close() error {
+	if e.closeEng != nil {
+		return e.closeEng()
+	}
+	return nil
+}
+
+// Config returns the configuration in effect, with engine-derived ceilings filled in.
+func (e *Executor) Config() Config { return e.cfg }
+
+// EngineRuntimes lists the OCI runtimes the engine offers.
+func (e *Executor) EngineRuntimes() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.info.Runtimes)
+}
+
+// checkRuntime fails when the engine lacks the runtime, asking the engine again
+// first in case it was registered since.
+func (e *Executor) checkRuntime(ctx context.Context, name string) error {
+	e.mu.Lock()
+	have := slices.Contains(e.info.Runtimes, name)
+	e.mu.Unlock()
+	if have {
+		return nil
+	}
+	info, err := e.eng.info(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: unreachable: %v", ErrEngine, err)
+	}
+	e.mu.Lock()
+	e.info = info
+	e.mu.Unlock()
+	if !slices.Contains(info.Runtimes, name) {
+		return fmt.Errorf("%w: runtime %q is not installed in the engine (it offers: %s)", ErrEngine, name, strings.Join(info.Runtimes, ", "))
+	}
+	return nil
+}
+
+// ensureImage makes ref present: airlock's own images are built from their recipe,
+// others are pulled.
+func (e *Executor) ensureImage(ctx context.Context, ref string) error {
+	e.buildMu.Lock()
+	defer e.buildMu.Unlock()
+	ok, err := e.eng.imageExists(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("%w: inspect image %q: %v", ErrEngine, ref, err)
+	}
+	if ok {
+		return nil
+	}
+	if r, ok := images.Lookup(ref); ok {
+		e.cfg.Logger.Info("image missing, building it from its recipe (first use)", "image", r.Ref)
+		if err := e.build(ctx, r, io.Discard); err != nil {
+			return err
+		}
+		e.cfg.Logger.Info("image built", "image", r.Ref)
+		return nil
+	}
+	pullCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := e.eng.pullImage(pullCtx, ref); err != nil {
+		return fmt.Errorf("%w: image %q is not in the engine and could not be pulled: %v", ErrEngine, ref, err)
+	}
+	return nil
+}
+
+// BuildImages builds the named recipes (every recipe when none is named), offline
+// and without the build cache, writing the engine's build output to progress.
+func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ...string) error {
+	todo := images.All()
+	if len(names) > 0 {
+		todo = todo[:0:0]
+		for _, n := range names {
+			r, ok := images.Lookup(n)
+			if !ok {
+				return fmt.Errorf("image recipe %q: unknown", n)
+			}
+			todo = append(todo, r)
+		}
+	}
+	e.buildMu.Lock()
+	defer e.buildMu.Unlock()
+	for _, r := range todo {
+		if err := e.build(ctx, r, progress); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Writer) error {
+	bc, err := r.Context()
+	if err != nil {
+		return fmt.Errorf("build image %q: %w", r.Ref, err)
+	}
+	if err := e.eng.buildImage(ctx, r.Ref, bc, map[string]string{images.Label: r.Name}, progress); err != nil {
+		return fmt.Errorf("%w: build image %q: %v", ErrEngine, r.Ref, err)
+	}
+	return nil
+}
+
+// Images lists the sandbox images airlock built that the engine holds.
+func (e *Executor) Images(ctx context.Context) ([]Image, error) {
+	list, err := e.eng.listImages(ctx, images.Label)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list images: %v", ErrEngine, err)
+	}
+	return list, nil
+}
+
+// newID returns a fresh airlock id: 24 hex digits, safe in container names.
+func newID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// EngineVersion returns the engine's version and the API version in use.
+func (e *Executor) EngineVersion() (version, api string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info.Version, e.info.APIVer
+}

@@ -1,0 +1,77 @@
+package executor
+
+import "time"
+
+// State is where a run is in its life, or how it ended.
+type State string
+
+// The states of SPEC §5.
+const (
+	StateRunning   State = "running"
+	StateCompleted State = "completed" // the process exited by itself, whatever its code
+	StateTimedOut  State = "timed_out" // airlock ended it at its timeout; exit code 124
+	StateKilled    State = "killed"    // ended by a kill: the caller's, or the kernel's OOM killer
+	StateBlocked   State = "blocked"   // refused by policy; no container was created
+	StateFailed    State = "failed"    // airlock or the engine failed; exit code 125
+)
+
+// Exit codes with a fixed meaning, as the shell and `docker run` use them.
+const (
+	ExitTimedOut = 124
+	ExitFailed   = 125
+	ExitBlocked  = 126
+	ExitNotFound = 127
+)
+
+// Result is the outcome of one run. A command that fails is a Result, not an error.
+type Result struct {
+	ID       string `json:"id"`
+	State    State  `json:"state"`
+	Success  bool   `json:"success"`
+	ExitCode int    `json:"exit_code"`
+	// Signal names the signal that ended the process (exit code 128+n), if any.
+	Signal    string `json:"signal,omitempty"`
+	TimedOut  bool   `json:"timed_out"`
+	OOMKilled bool   `json:"oom_killed"`
+	Blocked   bool   `json:"blocked"`
+
+	BlockReason string `json:"block_reason,omitempty"`
+	BlockRule   string `json:"block_rule,omitempty"`
+	// Error is the infrastructure failure behind a failed run.
+	Error string `json:"error,omitempty"`
+
+	// Stdout and Stderr hold the first MaxOutput bytes of each stream. Invalid UTF-8
+	// becomes U+FFFD when they are encoded as JSON.
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	// StdoutBytes and StderrBytes count every byte the process wrote, kept or not.
+	StdoutBytes int64 `json:"stdout_bytes"`
+	StderrBytes int64 `json:"stderr_bytes"`
+	// StdoutTail and StderrTail are the last TailLines lines of each whole stream.
+	StdoutTail string `json:"stdout_tail"`
+	StderrTail string `json:"stderr_tail"`
+
+	StartedAt     time.Time     `json:"started_at"`
+	FinishedAt    time.Time     `json:"finished_at"`
+	DurationMS    int64         `json:"duration_ms"`
+	ResourceUsage ResourceUsage `json:"resource_usage"`
+
+	ContainerID string            `json:"container_id,omitempty"`
+	Image       string            `json:"image,omitempty"`
+	Runtime     string            `json:"runtime,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+}
+
+// ResourceUsage is what the sandbox consumed, read from the engine's statistics.
+type ResourceUsage struct {
+	CPUMS           int64 `json:"cpu_ms"`
+	MemoryPeakBytes int64 `json:"memory_peak_bytes"`
+	IOReadBytes     int64 `json:"io_read_bytes"`
+	IOWriteBytes    int64 `json:"io_write_bytes"`
+	// Samples is how many engine samples the figures come from. The engine samples
+	// about once a second, so a run that ends sooner may have none: then the figures
+	// are zero because they were not measured, not because nothing was used.
+	Samples int `json:"samples"`
+}

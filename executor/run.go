@@ -1,0 +1,319 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// RunOption changes how one Run delivers its output.
+type RunOption func(*runOptions)
+
+type runOptions struct {
+	stdout, stderr io.Writer
+}
+
+// WithLiveOutput copies the command's stdout and stderr to the given writers as the
+// bytes arrive, in addition to capturing them in the Result. Either may be nil.
+func WithLiveOutput(stdout, stderr io.Writer) RunOption {
+	return func(o *runOptions) { o.stdout, o.stderr = stdout, stderr }
+}
+
+// Run executes spec in a fresh sandbox container and returns its Result once the
+// process has ended and the container is gone.
+//
+// The error is nil whenever the command ran, whatever its exit code. It is a
+// *SpecError (errors.Is ErrInvalidSpec) for an invalid spec, and then nothing was
+// created. It wraps ErrEngine when the engine failed, and then the Result is
+// complete too: state failed, exit code 125, and the reason in Result.Error. When
+// ctx ends first the container is killed, and the Result (state killed, the output
+// so far) comes with ctx's error.
+func (e *Executor) Run(ctx context.Context, spec Spec, opts ...RunOption) (Result, error) {
+	s, err := e.cfg.normalize(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	var o runOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	res := Result{ID: newID(), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, StartedAt: time.Now().UTC()}
+	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
+		return res.failed(err)
+	}
+
+	sb, err := e.launch(ctx, res.ID, s)
+	if sb != nil {
+		// Whatever happens from here, the container goes; its removal must not
+		// depend on a context the caller may already have cancelled.
+		defer e.discard(context.WithoutCancel(ctx), sb.containerID)
+		res.ContainerID = sb.containerID
+	}
+	if err != nil {
+		return res.failed(err)
+	}
+	return e.supervise(ctx, sb, s, res, o)
+}
+
+// sandbox is a started container whose streams airlock holds.
+type sandbox struct {
+	containerID string
+	att         *attachment
+	exited      chan struct{} // closed when the container has stopped
+	waitErr     error         // set before exited is closed
+}
+
+// launch creates, attaches to and starts the container for one run. A non-nil
+// sandbox must be discarded even when err is set. It is the one place that decides
+// how a sandbox comes to exist, so that a pool of pre-started ones can take its
+// place.
+func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, error) {
+	plan := e.plan(id, s)
+	cid, err := e.eng.create(ctx, plan)
+	if errors.Is(err, errNoImage) {
+		if err = e.ensureImage(ctx, s.Image); err == nil {
+			cid, err = e.eng.create(ctx, plan)
+		}
+	}
+	if err != nil {
+		// A create cut short by ctx may still have made the container: remove it by name.
+		e.discard(context.WithoutCancel(ctx), plan.Name)
+		if errors.Is(err, ErrEngine) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: create container: %v", ErrEngine, err)
+	}
+	sb := &sandbox{containerID: cid, exited: make(chan struct{})}
+
+	// Streams and the wait outlive ctx: after a cancel, airlock still kills the
+	// container and drains what it wrote.
+	bg := context.WithoutCancel(ctx)
+	if sb.att, err = e.eng.attach(bg, cid, s.Stdin != nil); err != nil {
+		return sb, fmt.Errorf("%w: attach: %v", ErrEngine, err)
+	}
+	waitC := e.eng.wait(bg, cid)
+	if err := e.eng.start(ctx, cid); err != nil {
+		sb.att.close()
+		return sb, fmt.Errorf("%w: start container: %v", ErrEngine, err)
+	}
+	go func() {
+		sb.waitErr = <-waitC
+		close(sb.exited)
+	}()
+	return sb, nil
+}
+
+// plan turns a normalised Spec into the container to create.
+func (e *Executor) plan(id string, s Spec) containerPlan {
+	cmd := s.Argv
+	if s.Command != "" {
+		cmd = []string{"/bin/sh", "-c", s.Command}
+	}
+	env := make([]string, 0, len(s.Env))
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		env = append(env, k+"="+s.Env[k])
+	}
+	labels := maps.Clone(s.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelManaged] = "true"
+	labels[LabelID] = id
+	return containerPlan{
+		Name:      "airlock-" + id,
+		Image:     s.Image,
+		Cmd:       cmd,
+		Env:       env,
+		Workdir:   s.Workdir,
+		User:      s.User,
+		Memory:    s.Memory,
+		NanoCPUs:  int64(s.CPUs * 1e9),
+		Pids:      s.Pids,
+		TmpfsSize: s.TmpfsSize,
+		Network:   s.Network,
+		Runtime:   s.Runtime,
+		OpenStdin: s.Stdin != nil,
+		Labels:    labels,
+	}
+}
+
+// outputDrainTimeout bounds how long airlock waits, once the container has
+// stopped, for the engine to deliver the last buffered output.
+const outputDrainTimeout = 10 * time.Second
+
+// statsDelay is how long a run goes before airlock asks for resource samples: the
+// engine samples once a second, so a run that ends sooner would get none anyway.
+const statsDelay = 250 * time.Millisecond
+
+// supervise feeds stdin, captures output, enforces the timeout and ctx, and reads
+// the final state once the container has stopped.
+func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Result, o runOptions) (Result, error) {
+	stdout, stderr := newCapture(s.MaxOutput, o.stdout), newCapture(s.MaxOutput, o.stderr)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		if err := sb.att.copyOutput(stdout, stderr); err != nil {
+			e.cfg.Logger.Debug("output stream ended with an error", "id", res.ID, "err", err)
+		}
+	}()
+	if s.Stdin != nil {
+		go func() {
+			io.WriteString(sb.att.stdin, *s.Stdin) // fails only when the process is gone
+			sb.att.closeStdin()
+		}()
+	}
+
+	var usage usageMeter
+	statsCtx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
+	statsDone := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		select {
+		case <-time.After(statsDelay):
+			if err := e.eng.stats(statsCtx, sb.containerID, usage.add); err != nil {
+				e.cfg.Logger.Debug("resource samples ended with an error", "id", res.ID, "err", err)
+			}
+		case <-statsCtx.Done():
+		}
+	}()
+
+	timer := time.NewTimer(s.Timeout.Duration())
+	defer timer.Stop()
+	var timedOut, cancelled bool
+	select {
+	case <-sb.exited:
+	case <-timer.C:
+		timedOut = true
+		e.terminate(ctx, sb)
+	case <-ctx.Done():
+		cancelled = true
+		e.terminate(ctx, sb)
+	}
+
+	select {
+	case <-copied:
+	case <-time.After(outputDrainTimeout):
+		e.cfg.Logger.Warn("output still open after the container stopped; closing it", "id", res.ID)
+	}
+	sb.att.close()
+	<-copied
+	stopStats()
+	<-statsDone
+
+	res.Stdout, res.StdoutTruncated, res.StdoutBytes, res.StdoutTail = stdout.result(s.TailLines)
+	res.Stderr, res.StderrTruncated, res.StderrBytes, res.StderrTail = stderr.result(s.TailLines)
+	res.ResourceUsage = usage.get()
+
+	if sb.waitErr != nil {
+		return res.failed(fmt.Errorf("%w: wait for container: %v", ErrEngine, sb.waitErr))
+	}
+	st, err := e.eng.inspect(context.WithoutCancel(ctx), sb.containerID)
+	if err != nil {
+		return res.failed(fmt.Errorf("%w: inspect container: %v", ErrEngine, err))
+	}
+	res.ended(st, timedOut, cancelled)
+	if cancelled {
+		return res, fmt.Errorf("run %s: %w", res.ID, context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// terminate ends every process in the container: SIGTERM to the init, which passes
+// it on, then SIGKILL once the grace period is over. The kill of PID 1 takes the
+// whole PID namespace with it, so no descendant survives.
+func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if e.cfg.KillGrace > 0 {
+		if err := e.eng.kill(kctx, sb.containerID, "SIGTERM"); err != nil {
+			e.cfg.Logger.Warn("SIGTERM failed", "container_id", sb.containerID, "err", err)
+		}
+		select {
+		case <-sb.exited:
+			return
+		case <-time.After(e.cfg.KillGrace):
+		}
+	}
+	if err := e.eng.kill(kctx, sb.containerID, "SIGKILL"); err != nil {
+		e.cfg.Logger.Warn("SIGKILL failed", "container_id", sb.containerID, "err", err)
+	}
+	select {
+	case <-sb.exited:
+	case <-kctx.Done():
+		e.cfg.Logger.Error("container did not stop after SIGKILL", "container_id", sb.containerID)
+	}
+}
+
+// discard removes a container (by id or name), logging rather than failing: the
+// run's outcome is already decided.
+func (e *Executor) discard(ctx context.Context, container string) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := e.eng.remove(ctx, container); err != nil {
+		e.cfg.Logger.Error("remove container", "container", container, "err", err)
+	}
+}
+
+// ended fills the outcome from the engine's final record of the container.
+func (r *Result) ended(st containerState, timedOut, cancelled bool) {
+	r.ExitCode = st.ExitCode
+	r.OOMKilled = st.OOMKilled
+	if st.ExitCode > 128 && st.ExitCode <= 128+64 {
+		r.Signal = unix.SignalName(syscall.Signal(st.ExitCode - 128))
+	}
+	switch {
+	case timedOut:
+		r.State, r.TimedOut, r.ExitCode = StateTimedOut, true, ExitTimedOut
+	case cancelled:
+		r.State = StateKilled
+	case st.OOMKilled && st.ExitCode == 128+int(syscall.SIGKILL):
+		r.State = StateKilled // by the kernel's OOM killer
+	default:
+		r.State = StateCompleted
+	}
+	r.Success = r.State == StateCompleted && r.ExitCode == 0
+	if !st.StartedAt.IsZero() && !st.FinishedAt.IsZero() {
+		r.StartedAt, r.FinishedAt = st.StartedAt, st.FinishedAt
+	} else {
+		r.FinishedAt = time.Now().UTC()
+	}
+	r.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+}
+
+// failed marks r as an infrastructure failure and returns it with err.
+func (r Result) failed(err error) (Result, error) {
+	r.State, r.ExitCode, r.Success, r.Error = StateFailed, ExitFailed, false, err.Error()
+	r.FinishedAt = time.Now().UTC()
+	r.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	return r, err
+}
+
+// usageMeter keeps the latest cumulative counters and the highest memory peak.
+type usageMeter struct {
+	mu sync.Mutex
+	u  ResourceUsage
+}
+
+func (m *usageMeter) add(s usageSample) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.u.CPUMS = int64(s.CPUNanos / 1e6)
+	m.u.MemoryPeakBytes = max(m.u.MemoryPeakBytes, int64(s.MemoryPeak))
+	m.u.IOReadBytes = int64(s.IORead)
+	m.u.IOWriteBytes = int64(s.IOWrite)
+	m.u.Samples++
+}
+
+func (m *usageMeter) get() ResourceUsage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.u
+}

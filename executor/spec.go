@@ -1,0 +1,281 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Spec is one request to run a command in a fresh sandbox. Its JSON form is the body
+// of the HTTP API; zero values mean "the operator's default".
+type Spec struct {
+	// Command is a shell command, run as `/bin/sh -c Command`.
+	Command string `json:"command,omitempty"`
+	// Argv is the alternative to Command: executed directly, with no shell.
+	Argv []string `json:"argv,omitempty"`
+	// Image is the sandbox image; empty means Config.DefaultImage.
+	Image string `json:"image,omitempty"`
+	// Timeout bounds the run's wall clock; 0 means Config.DefaultTimeout.
+	Timeout Seconds `json:"timeout,omitempty"`
+	// Workdir is the working directory inside the container (default /workspace).
+	Workdir string `json:"workdir,omitempty"`
+	// Env is merged over the image's environment. The host's is never passed.
+	Env map[string]string `json:"env,omitempty"`
+	// Stdin is fed to the process and then closed. Without it stdin is closed at once.
+	Stdin *string `json:"stdin,omitempty"`
+	// User is "uid[:gid]" or a name known to the image (default 65534:65534).
+	User string `json:"user,omitempty"`
+	// Memory is the memory limit in bytes; swap is not allowed on top of it.
+	Memory int64 `json:"memory,omitempty"`
+	// CPUs is the CPU quota in cores; fractions are allowed.
+	CPUs float64 `json:"cpus,omitempty"`
+	// Pids is the maximum number of tasks in the container.
+	Pids int64 `json:"pids,omitempty"`
+	// TmpfsSize is the size in bytes of each of /tmp, /workspace and /dev/shm.
+	TmpfsSize int64 `json:"tmpfs_size,omitempty"`
+	// Network is the network the container joins (default "none").
+	Network string `json:"network,omitempty"`
+	// Runtime is the OCI runtime: "runc" or "runsc" (gVisor).
+	Runtime string `json:"runtime,omitempty"`
+	// Background asks for a detached job (SPEC §6). Run refuses it.
+	Background bool `json:"background,omitempty"`
+	// MaxOutput caps each of stdout and stderr in the Result, in bytes.
+	MaxOutput int64 `json:"max_output,omitempty"`
+	// TailLines is how many trailing lines StdoutTail and StderrTail hold.
+	TailLines int `json:"tail_lines,omitempty"`
+	// Labels are the caller's metadata, echoed back in the Result.
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
+type Seconds float64
+
+// Duration converts s to a time.Duration.
+func (s Seconds) Duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
+
+// SpecError is an invalid field of a Spec. It matches ErrInvalidSpec with errors.Is.
+type SpecError struct {
+	Field  string // the JSON name of the field, e.g. "memory" or "env.PATH"
+	Reason string
+}
+
+func (e *SpecError) Error() string { return e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidSpec) true for every *SpecError.
+func (e *SpecError) Is(target error) bool { return target == ErrInvalidSpec }
+
+// ErrInvalidSpec is matched by every validation error; nothing was started.
+var ErrInvalidSpec = errors.New("invalid spec")
+
+// Linux refuses a single argument or environment string longer than this
+// (MAX_ARG_STRLEN, including the NUL); past it execve fails with a confusing E2BIG.
+const maxArgLen = 128*1024 - 1
+
+var (
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	userSpec   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
+	runtimeRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+)
+
+// normalize checks s against the operator's ceilings and returns it with every
+// default filled in. The first invalid field is reported as a *SpecError.
+func (c *Config) normalize(s Spec) (Spec, error) {
+	bad := func(field, format string, args ...any) (Spec, error) {
+		return Spec{}, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if s.Background {
+		return bad("background", "Run executes in the foreground; use Start for background jobs")
+	}
+	switch {
+	case s.Command == "" && len(s.Argv) == 0:
+		return bad("command", "one of command or argv is required")
+	case s.Command != "" && len(s.Argv) > 0:
+		return bad("command", "give command or argv, not both")
+	}
+	if strings.TrimSpace(s.Command) == "" && s.Command != "" {
+		return bad("command", "is blank")
+	}
+	if strings.ContainsRune(s.Command, 0) {
+		return bad("command", "contains a NUL byte")
+	}
+	if len(s.Command) > maxArgLen {
+		return bad("command", "is %d bytes; the kernel refuses a single argument over %d bytes (pass long scripts as stdin)", len(s.Command), maxArgLen)
+	}
+	if len(s.Argv) > 0 && s.Argv[0] == "" {
+		return bad("argv[0]", "program name is empty")
+	}
+	total := len(s.Command)
+	for i, a := range s.Argv {
+		if strings.ContainsRune(a, 0) {
+			return bad(fmt.Sprintf("argv[%d]", i), "contains a NUL byte")
+		}
+		if len(a) > maxArgLen {
+			return bad(fmt.Sprintf("argv[%d]", i), "is %d bytes; the kernel refuses a single argument over %d bytes", len(a), maxArgLen)
+		}
+		total += len(a) + 1
+	}
+	for k, v := range s.Env {
+		if !envName.MatchString(k) {
+			return bad("env", "%q is not a valid variable name (letters, digits and _, not starting with a digit)", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return bad("env."+k, "value contains a NUL byte")
+		}
+		if len(k)+1+len(v) > maxArgLen {
+			return bad("env."+k, "is %d bytes; the kernel refuses a single variable over %d bytes", len(k)+1+len(v), maxArgLen)
+		}
+		total += len(k) + len(v) + 2
+	}
+	if total > c.MaxArgBytes {
+		return bad("argv", "command, argv and env total %d bytes, over the limit of %d", total, c.MaxArgBytes)
+	}
+	if s.Stdin != nil && int64(len(*s.Stdin)) > c.MaxStdin {
+		return bad("stdin", "is %d bytes, over the limit of %d", len(*s.Stdin), c.MaxStdin)
+	}
+
+	if s.Image == "" {
+		s.Image = c.DefaultImage
+	}
+	if strings.ContainsAny(s.Image, " \t\n\x00") {
+		return bad("image", "%q is not an image reference", s.Image)
+	}
+
+	timeout := float64(s.Timeout)
+	switch {
+	case math.IsNaN(timeout) || timeout < 0:
+		return bad("timeout", "must be a positive number of seconds")
+	case timeout == 0:
+		s.Timeout = Seconds(c.Defaults.Timeout.Seconds())
+	case s.Timeout.Duration() > c.Ceilings.Timeout:
+		return bad("timeout", "%gs is greater than the server's limit of %gs", timeout, c.Ceilings.Timeout.Seconds())
+	case s.Timeout.Duration() < 10*time.Millisecond:
+		return bad("timeout", "%gs is too short; the minimum is 0.01s", timeout)
+	}
+
+	if s.Workdir == "" {
+		s.Workdir = "/workspace"
+	}
+	if !strings.HasPrefix(s.Workdir, "/") || strings.ContainsRune(s.Workdir, 0) {
+		return bad("workdir", "%q must be an absolute path", s.Workdir)
+	}
+
+	if s.User == "" {
+		s.User = c.DefaultUser
+	}
+	if !userSpec.MatchString(s.User) {
+		return bad("user", "%q is not uid[:gid] or a user name", s.User)
+	}
+	if isRoot(s.User) && !c.AllowRoot {
+		return bad("user", "running as root is not allowed by the server")
+	}
+
+	if v, err := bounded("memory", s.Memory, c.Defaults.Memory, c.Ceilings.Memory, minMemory, formatBytes); err != nil {
+		return Spec{}, err
+	} else {
+		s.Memory = v
+	}
+	if v, err := bounded("tmpfs_size", s.TmpfsSize, c.Defaults.TmpfsSize, c.Ceilings.TmpfsSize, 1<<20, formatBytes); err != nil {
+		return Spec{}, err
+	} else {
+		s.TmpfsSize = v
+	}
+	if v, err := bounded("pids", s.Pids, c.Defaults.Pids, c.Ceilings.Pids, 2, formatCount); err != nil {
+		return Spec{}, err
+	} else {
+		s.Pids = v
+	}
+	if v, err := bounded("max_output", s.MaxOutput, c.Defaults.MaxOutput, c.Ceilings.MaxOutput, 0, formatBytes); err != nil {
+		return Spec{}, err
+	} else {
+		s.MaxOutput = v
+	}
+	switch {
+	case math.IsNaN(s.CPUs) || s.CPUs < 0:
+		return bad("cpus", "must be a positive number")
+	case s.CPUs == 0:
+		s.CPUs = c.Defaults.CPUs
+	case s.CPUs > c.Ceilings.CPUs:
+		return bad("cpus", "%g is greater than the server's limit of %g", s.CPUs, c.Ceilings.CPUs)
+	case s.CPUs < 0.01:
+		return bad("cpus", "%g is below the minimum of 0.01", s.CPUs)
+	}
+	switch {
+	case s.TailLines < 0:
+		return bad("tail_lines", "must not be negative")
+	case s.TailLines == 0:
+		s.TailLines = c.DefaultTailLines
+	case s.TailLines > 100000:
+		return bad("tail_lines", "%d is greater than the limit of 100000", s.TailLines)
+	}
+
+	if s.Network == "" {
+		s.Network = "none"
+	}
+	if !slices.Contains(c.Networks, s.Network) {
+		return bad("network", "%q is not allowed by the server (allowed: %s)", s.Network, strings.Join(c.Networks, ", "))
+	}
+	if s.Runtime == "" {
+		s.Runtime = c.DefaultRuntime
+	}
+	if !runtimeRef.MatchString(s.Runtime) || !slices.Contains(c.Runtimes, s.Runtime) {
+		return bad("runtime", "%q is not allowed by the server (allowed: %s)", s.Runtime, strings.Join(c.Runtimes, ", "))
+	}
+
+	for k, v := range s.Labels {
+		switch {
+		case k == "":
+			return bad("labels", "a label name is empty")
+		case strings.HasPrefix(k, labelPrefix):
+			return bad("labels."+k, "the %q prefix is reserved for airlock", labelPrefix)
+		case strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0):
+			return bad("labels."+k, "contains a NUL byte")
+		}
+		total += len(k) + len(v)
+	}
+	if total > c.MaxArgBytes {
+		return bad("labels", "command, argv, env and labels total %d bytes, over the limit of %d", total, c.MaxArgBytes)
+	}
+	return s, nil
+}
+
+// minMemory is the engine's own floor for a memory limit.
+const minMemory = 6 << 20
+
+// bounded applies a default, a ceiling and a floor to a numeric limit.
+func bounded(field string, v, def, ceiling, floor int64, format func(int64) string) (int64, error) {
+	switch {
+	case v < 0:
+		return 0, &SpecError{Field: field, Reason: "must not be negative"}
+	case v == 0:
+		return def, nil
+	case v > ceiling:
+		return 0, &SpecError{Field: field, Reason: fmt.Sprintf("%s is greater than the server's limit of %s", format(v), format(ceiling))}
+	case v < floor:
+		return 0, &SpecError{Field: field, Reason: fmt.Sprintf("%s is below the minimum of %s", format(v), format(floor))}
+	}
+	return v, nil
+}
+
+func formatCount(n int64) string { return fmt.Sprint(n) }
+
+// formatBytes prints n in the largest binary unit that divides it, e.g. "512MiB".
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func isRoot(user string) bool {
+	u, _, _ := strings.Cut(user, ":")
+	return u == "0" || u == "root"
+}

@@ -1,0 +1,178 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed minimal
+var recipes embed.FS
+
+// Label marks every image airlock builds; its value is the recipe name.
+const Label = "io.airlock.image"
+
+// Recipe is one sandbox image airlock can build offline.
+type Recipe struct {
+	Name string // directory under images/, e.g. "minimal"
+	Ref  string // the image reference it is tagged with, e.g. "airlock/minimal"
+}
+
+// Minimal is FROM scratch plus a static busybox.
+var Minimal = Recipe{Name: "minimal", Ref: "airlock/minimal"}
+
+// All lists every recipe, in build order.
+func All() []Recipe { return []Recipe{Minimal} }
+
+// Lookup finds the recipe that builds ref ("airlock/minimal" or "airlock/minimal:latest").
+func Lookup(ref string) (Recipe, bool) {
+	ref = strings.TrimSuffix(ref, ":latest")
+	for _, r := range All() {
+		if r.Ref == ref || r.Name == ref {
+			return r, true
+		}
+	}
+	return Recipe{}, false
+}
+
+// BusyboxPaths are where a static busybox is looked for on the host (Debian's
+// busybox-static installs /bin/busybox). AIRLOCK_BUSYBOX, when set, comes first.
+var BusyboxPaths = []string{"/bin/busybox", "/usr/bin/busybox"}
+
+// Context returns the recipe's build context as a tar stream. With a static busybox
+// on the host it needs no registry; without one it falls back to a recipe that
+// takes the binary from the official busybox image, which needs a registry.
+func (r Recipe) Context() (io.Reader, error) {
+	if r.Name != Minimal.Name {
+		return nil, fmt.Errorf("image recipe %q: unknown", r.Name)
+	}
+	busybox, err := findStaticBusybox()
+	dockerfile := "Dockerfile"
+	if err != nil {
+		dockerfile = "Dockerfile.pull"
+	}
+	rootfs, err := minimalRootfs(busybox)
+	if err != nil {
+		return nil, err
+	}
+	df, err := recipes.ReadFile(path.Join(r.Name, dockerfile))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"Dockerfile", df}, {"rootfs.tar", rootfs}} {
+		if err := writeFile(tw, f.name, f.data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &buf, tw.Close()
+}
+
+// findStaticBusybox returns the path of a statically linked busybox on the host.
+func findStaticBusybox() (string, error) {
+	paths := BusyboxPaths
+	if p := os.Getenv("AIRLOCK_BUSYBOX"); p != "" {
+		paths = append([]string{p}, paths...)
+	}
+	for _, p := range paths {
+		if isStatic(p) {
+			return p, nil
+		}
+	}
+	return "", errors.New("no static busybox on this host (apt-get install busybox-static)")
+}
+
+// isStatic reports whether p is an ELF executable with no program interpreter.
+func isStatic(p string) bool {
+	f, err := elf.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN
+}
+
+// minimalRootfs builds the image's file tree as a tar: the directories, /etc files
+// for root and nobody, and, when busybox is given, the binary and a symlink for
+// each of its applets.
+func minimalRootfs(busybox string) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, d := range []struct {
+		name string
+		mode int64
+	}{
+		{"bin", 0o755}, {"sbin", 0o755}, {"usr", 0o755}, {"usr/bin", 0o755}, {"usr/sbin", 0o755},
+		{"usr/local", 0o755}, {"usr/local/bin", 0o755}, {"etc", 0o755}, {"root", 0o700},
+		{"tmp", 0o1777}, {"var", 0o755}, {"var/tmp", 0o1777}, {"workspace", 0o1777},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d.name + "/", Mode: d.mode, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range []string{"passwd", "group"} {
+		data, err := recipes.ReadFile(path.Join(Minimal.Name, name))
+		if err != nil {
+			return nil, err
+		}
+		if err := writeFile(tw, "etc/"+name, data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if busybox != "" {
+		bin, err := os.ReadFile(busybox)
+		if err != nil {
+			return nil, fmt.Errorf("read busybox: %w", err)
+		}
+		if err := writeFile(tw, "bin/busybox", bin, 0o755); err != nil {
+			return nil, err
+		}
+		out, err := exec.Command(busybox, "--list-full").Output()
+		if err != nil {
+			return nil, fmt.Errorf("list busybox applets: %w", err)
+		}
+		for _, applet := range strings.Fields(string(out)) {
+			if applet == "bin/busybox" {
+				continue
+			}
+			h := &tar.Header{Typeflag: tar.TypeSymlink, Name: applet, Linkname: "/bin/busybox", Mode: 0o777, ModTime: epoch}
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// epoch is the fixed modification time of generated files, so that a recipe's
+// context is the same bytes on every build.
+var epoch = time.Unix(0, 0)
+
+func writeFile(tw *tar.Writer, name string, data []byte, mode int64) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: epoch}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
