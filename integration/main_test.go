@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// ex is the executor every test shares, as a server would.
+var ex *executor.Executor
+
+// docker is a plain engine client, for checks made from outside airlock.
+var docker *client.Client
+
+func TestMain(m *testing.M) {
+	var err error
+	if ex, err = executor.New(); err != nil {
+		fmt.Fprintln(os.Stderr, "integration tests need a Docker engine:", err)
+		os.Exit(1)
+	}
+	if docker, err = client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if left := managedContainers(context.Background(), ""); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d airlock container(s) left on the engine: %s\n", len(left), strings.Join(left, ", "))
+		for _, id := range left {
+			docker.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true})
+		}
+		code = 1
+	}
+	ex.Close()
+	os.Exit(code)
+}
+
+// managedContainers lists the containers labelled as airlock's, all of them or
+// those of one run id.
+func managedContainers(ctx context.Context, id string) []string {
+	f := filters.NewArgs(filters.Arg("label", executor.LabelManaged+"=true"))
+	if id != "" {
+		f.Add("label", executor.LabelID+"="+id)
+	}
+	list, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		panic(err)
+	}
+	var ids []string
+	for _, c := range list {
+		ids = append(ids, c.ID[:12]+" "+strings.Join(c.Names, ","))
+	}
+	return ids
+}
+
+// run executes spec, fails the test on an error, and checks that the run left no
+// container behind.
+func run(t *testing.T, spec executor.Spec) executor.Result {
+	t.Helper()
+	res, err := ex.Run(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("Run(%q %q): %v", spec.Command, spec.Argv, err)
+	}
+	assertGone(t, res)
+	return res
+}
+
+// assertGone checks that no container of the run is left.
+func assertGone(t *testing.T, res executor.Result) {
+	t.Helper()
+	if res.ID == "" {
+		return
+	}
+	if left := managedContainers(context.Background(), res.ID); len(left) > 0 {
+		t.Errorf("run %s left containers: %v", res.ID, left)
+	}
+}
+
+// sh is a Spec for a shell command with a short timeout, so that a hang fails fast.
+func sh(command string) executor.Spec {
+	return executor.Spec{Command: command, Timeout: 30}
+}
+
+func assertState(t *testing.T, res executor.Result, state executor.State, code int) {
+	t.Helper()
+	if res.State != state || res.ExitCode != code {
+		t.Fatalf("state %s exit %d, want %s exit %d\nstdout: %.500s\nstderr: %.500s\nerror: %s",
+			res.State, res.ExitCode, state, code, res.Stdout, res.Stderr, res.Error)
+	}
+}
+
+// since returns how long ago t0 was, for bounds on how long a run took to end.
+func since(t0 time.Time) time.Duration { return time.Since(t0).Round(time.Millisecond) }
