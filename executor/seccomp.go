@@ -29,3 +29,7 @@ var seccompProfile = sync.OnceValue(func() string {
 	}
 	return string(b)
 })
+
+// SeccompProfile returns airlock's seccomp profile as JSON, the form the engine (and
+// `docker run --security-opt seccomp=FILE`) takes.
+func SeccompProfile() string { return seccompProfile() }

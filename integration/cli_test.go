@@ -1,0 +1,171 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/image"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+var (
+	cliOnce sync.Once
+	cliPath string
+	cliErr  error
+)
+
+// airlockCLI builds cmd/airlock once, static as `make build` builds it.
+func airlockCLI(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-cli-")
+		if err != nil {
+			cliErr = err
+			return
+		}
+		cliPath = filepath.Join(dir, "airlock")
+		cmd := exec.Command("go", "build", "-o", cliPath, "../cmd/airlock")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cliErr = errors.New("go build: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if cliErr != nil {
+		t.Fatal(cliErr)
+	}
+	return cliPath
+}
+
+// airlock runs the CLI and returns its stdout, stderr and exit code.
+func airlock(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), airlockCLI(t), args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = &stdout, &stderr, strings.NewReader(stdin)
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("airlock %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// TestCLIBuildsImageOnFirstUse removes the sandbox image and runs a command: the
+// image is rebuilt offline, and the CLI says so on stderr. It does not run in
+// parallel, so no other test sees the image missing.
+func TestCLIBuildsImageOnFirstUse(t *testing.T) {
+	if _, err := docker.ImageRemove(t.Context(), "airlock/minimal", image.RemoveOptions{PruneChildren: true}); err != nil {
+		t.Fatalf("remove image: %v", err)
+	}
+	stdout, stderr, code := airlock(t, "", "run", "--", "echo", "hi")
+	if stdout != "hi\n" || code != 0 {
+		t.Fatalf("stdout %q exit %d\nstderr: %s", stdout, code, stderr)
+	}
+	if !strings.Contains(stderr, "building it from its recipe") {
+		t.Errorf("stderr does not say the image was built:\n%s", stderr)
+	}
+	stdout, _, _ = airlock(t, "", "images", "ls")
+	if !strings.Contains(stdout, "airlock/minimal:latest") || !strings.Contains(stdout, "minimal") {
+		t.Errorf("images ls:\n%s", stdout)
+	}
+}
+
+func TestCLIRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	input := filepath.Join(dir, "input")
+	os.WriteFile(input, []byte("from a file\n"), 0o644)
+	for _, tc := range []struct {
+		name           string
+		args           []string
+		stdout, stderr string // substrings
+		code           int
+	}{
+		{"one argument is a shell command", []string{"run", "--", "echo a; exit 3"}, "a\n", "", 3},
+		{"more arguments are argv", []string{"run", "--", "echo", "$HOME", "'x'"}, "$HOME 'x'\n", "", 0},
+		{"flags in docker's units", []string{"run", "--memory", "64m", "--cpus", "0.5", "--pids", "32", "--tmpfs-size", "8m", "--",
+			"cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max; df -k /tmp | tail -n 1 | awk '{print $2}'"},
+			"67108864\n32\n8192\n", "", 0},
+		{"env, workdir and user", []string{"run", "--env", "A=1", "--env", "B=two words", "--workdir", "/tmp", "--user", "1000:1000", "--", `echo "$A $B"; pwd; id -u`},
+			"1 two words\n/tmp\n1000\n", "", 0},
+		{"stdin from a file", []string{"run", "--stdin-file", input, "--", "cat"}, "from a file\n", "", 0},
+		{"timeout as seconds", []string{"run", "--timeout", "1", "--", "sleep 30"}, "", "timed out", 124},
+		{"timeout as a duration", []string{"run", "--timeout", "1500ms", "--", "sleep 30"}, "", "timed out", 124},
+		{"oom is explained", []string{"run", "--memory", "32m", "--", `awk 'BEGIN{s="x"; while(1) s=s s}'`}, "", "out of memory", 137},
+		{"bad size names the flag", []string{"run", "--memory", "lots", "--", "true"}, "", "--memory", 125},
+		{"over a ceiling names the field", []string{"run", "--memory", "100g", "--", "true"}, "", "memory:", 125},
+		{"bad timeout names the flag", []string{"run", "--timeout", "soon", "--", "true"}, "", "--timeout", 125},
+		{"bad env names the flag", []string{"run", "--env", "NOVALUE", "--", "true"}, "", "-env", 125},
+		{"no command", []string{"run"}, "", "no command", 125},
+		{"unknown subcommand", []string{"fly"}, "", "unknown command", 125},
+		{"version", []string{"version"}, "airlock ", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := airlock(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("airlock %q: exit %d, stdout %q, stderr %q; want exit %d, stdout ~%q, stderr ~%q",
+					tc.args, code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestCLIJSONResult(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := airlock(t, "", "run", "--json", "--label", "session=s1", "--", "echo out; echo err >&2; exit 4")
+	if code != 4 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+	}
+	for field, want := range map[string]any{
+		"state": "completed", "exit_code": 4.0, "success": false, "stdout": "out\n", "stderr": "err\n",
+		"timed_out": false, "oom_killed": false, "stdout_bytes": 4.0, "image": "airlock/minimal", "runtime": "runc",
+	} {
+		if res[field] != want {
+			t.Errorf("%s = %v, want %v", field, res[field], want)
+		}
+	}
+	for _, field := range []string{"id", "container_id", "started_at", "finished_at", "duration_ms", "resource_usage", "stdout_tail", "labels"} {
+		if _, ok := res[field]; !ok {
+			t.Errorf("field %s missing", field)
+		}
+	}
+}
+
+// TestCLIStreamsLive checks that output reaches the terminal while the command runs.
+func TestCLIStreamsLive(t *testing.T) {
+	t.Parallel()
+	cmd := exec.CommandContext(t.Context(), airlockCLI(t), "run", "--", "echo first; sleep 2; echo second")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	first, _ := r.ReadString('\n')
+	firstAt := time.Now()
+	second, _ := r.ReadString('\n')
+	cmd.Wait()
+	if first != "first\n" || second != "second\n" {
+		t.Fatalf("output %q %q", first, second)
+	}
+	if d := time.Since(firstAt); d < time.Second {
+		t.Errorf("the first line arrived only %s before the end: output is not streamed", d)
+	}
+}
+
