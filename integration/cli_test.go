@@ -14,7 +14,6 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/airlock-sandbox/airlock/executor"
 )
 
 var (
