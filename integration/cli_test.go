@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/image"
-
 )
 
 var (
@@ -167,4 +166,3 @@ func TestCLIStreamsLive(t *testing.T) {
 		t.Errorf("the first line arrived only %s before the end: output is not streamed", d)
 	}
 }
-

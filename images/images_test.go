@@ -1,0 +1,77 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestLookup(t *testing.T) {
+	for _, ref := range []string{"airlock/minimal", "airlock/minimal:latest", "minimal"} {
+		if r, ok := Lookup(ref); !ok || r != Minimal {
+			t.Errorf("Lookup(%q) = %v, %v", ref, r, ok)
+		}
+	}
+	for _, ref := range []string{"busybox", "airlock/minimal:v2", "python:3"} {
+		if _, ok := Lookup(ref); ok {
+			t.Errorf("Lookup(%q) found a recipe; only airlock's own images have one", ref)
+		}
+	}
+}
+
+// TestMinimalContext checks the build context a host with busybox-static produces:
+// the offline Dockerfile, and a root filesystem with busybox, its applets, the
+// users, and world-writable sticky /tmp and /workspace.
+func TestMinimalContext(t *testing.T) {
+	if _, err := findStaticBusybox(); err != nil {
+		t.Fatalf("%v: the offline recipe needs it", err)
+	}
+	bc, err := Minimal.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := untar(t, bc)
+	if df := string(files["Dockerfile"].data); !strings.HasPrefix(strings.SplitN(df, "\nFROM ", 2)[1], "scratch\n") || strings.Contains(df, "busybox:") {
+		t.Errorf("Dockerfile is not the offline FROM scratch recipe:\n%s", df)
+	}
+	rootfs := untar(t, bytes.NewReader(files["rootfs.tar"].data))
+	for name, check := range map[string]func(entry) bool{
+		"bin/busybox": func(e entry) bool { return e.Typeflag == tar.TypeReg && e.Mode == 0o755 && len(e.data) > 1<<20 },
+		"bin/sh":      func(e entry) bool { return e.Typeflag == tar.TypeSymlink && e.Linkname == "/bin/busybox" },
+		"usr/bin/env": func(e entry) bool { return e.Typeflag == tar.TypeSymlink },
+		"etc/passwd":  func(e entry) bool { return strings.Contains(string(e.data), "nobody:x:65534:65534:") },
+		"etc/group":   func(e entry) bool { return strings.Contains(string(e.data), ":x:65534:") },
+		"tmp/":        func(e entry) bool { return e.Mode == 0o1777 },
+		"workspace/":  func(e entry) bool { return e.Mode == 0o1777 },
+		"root/":       func(e entry) bool { return e.Mode == 0o700 },
+	} {
+		e, ok := rootfs[name]
+		if !ok || !check(e) {
+			t.Errorf("rootfs %s: %+v", name, e.Header)
+		}
+	}
+}
+
+type entry struct {
+	tar.Header
+	data []byte
+}
+
+func untar(t *testing.T, r io.Reader) map[string]entry {
+	t.Helper()
+	out := map[string]entry{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		out[h.Name] = entry{*h, data}
+	}
+}
