@@ -104,6 +104,10 @@ func (c *Config) check() error {
 		return fmt.Errorf("config: KillGrace is negative")
 	case !userSpec.MatchString(c.DefaultUser):
 		return fmt.Errorf("config: DefaultUser %q is not uid[:gid] or a name", c.DefaultUser)
+	case !slices.Contains(c.Networks, "none"):
+		return fmt.Errorf("config: Networks must include \"none\", the default network")
+	case c.MaxArgBytes <= 0 || c.MaxStdin < 0:
+		return fmt.Errorf("config: MaxArgBytes must be positive and MaxStdin not negative")
 	case !slices.Contains(c.Runtimes, c.DefaultRuntime):
 		return fmt.Errorf("config: DefaultRuntime %q is not among Runtimes", c.DefaultRuntime)
 	case c.Logger == nil:

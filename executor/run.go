@@ -58,6 +58,9 @@ func (e *Executor) Run(ctx context.Context, spec Spec, opts ...RunOption) (Resul
 		res.ContainerID = sb.containerID
 	}
 	if err != nil {
+		if ctx.Err() != nil { // cut short by the caller, not the engine
+			err = fmt.Errorf("cancelled before the command started: %w: %w", context.Cause(ctx), err)
+		}
 		return res.failed(err)
 	}
 	return e.supervise(ctx, sb, s, res, o)
@@ -207,6 +210,11 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	<-copied
 	stopStats()
 	<-statsDone
+	select {
+	case <-sb.exited:
+	default: // terminate gave up: the engine did not stop the container
+		return res.failed(fmt.Errorf("%w: container %s did not stop after SIGKILL", ErrEngine, sb.containerID))
+	}
 
 	res.Stdout, res.StdoutTruncated, res.StdoutBytes, res.StdoutTail = stdout.result(s.TailLines)
 	res.Stderr, res.StderrTruncated, res.StderrBytes, res.StderrTail = stderr.result(s.TailLines)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -150,9 +151,9 @@ func (c *Config) normalize(s Spec) (Spec, error) {
 		return bad("timeout", "must be a positive number of seconds")
 	case timeout == 0:
 		s.Timeout = Seconds(c.Defaults.Timeout.Seconds())
-	case s.Timeout.Duration() > c.Ceilings.Timeout:
+	case timeout > c.Ceilings.Timeout.Seconds(): // in seconds: a huge value overflows a Duration
 		return bad("timeout", "%gs is greater than the server's limit of %gs", timeout, c.Ceilings.Timeout.Seconds())
-	case s.Timeout.Duration() < 10*time.Millisecond:
+	case timeout < 0.01:
 		return bad("timeout", "%gs is too short; the minimum is 0.01s", timeout)
 	}
 
@@ -170,7 +171,7 @@ func (c *Config) normalize(s Spec) (Spec, error) {
 		return bad("user", "%q is not uid[:gid] or a user name", s.User)
 	}
 	if isRoot(s.User) && !c.AllowRoot {
-		return bad("user", "running as root is not allowed by the server")
+		return bad("user", "%q is uid or gid 0; running as root is not allowed by the server", s.User)
 	}
 
 	if v, err := bounded("memory", s.Memory, c.Defaults.Memory, c.Ceilings.Memory, minMemory, formatBytes); err != nil {
@@ -275,7 +276,18 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// isRoot reports whether user names uid 0 or gid 0 as the engine reads it: numbers
+// are parsed, so "00" is root too. A name that an image's passwd maps to 0 cannot
+// be seen from here; only "root" is known.
 func isRoot(user string) bool {
-	u, _, _ := strings.Cut(user, ":")
-	return u == "0" || u == "root"
+	u, g, _ := strings.Cut(user, ":")
+	for _, id := range []string{u, g} {
+		if id == "root" {
+			return true
+		}
+		if n, err := strconv.ParseUint(id, 10, 64); err == nil && n == 0 {
+			return true
+		}
+	}
+	return false
 }

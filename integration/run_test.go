@@ -404,6 +404,8 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 		{"env.X", executor.Spec{Command: "true", Env: map[string]string{"X": "a\x00b"}}},
 		{"network", executor.Spec{Command: "true", Network: "bridge"}},
 		{"user", executor.Spec{Command: "true", User: "root"}},
+		{"user", executor.Spec{Command: "true", User: "00"}},
+		{"user", executor.Spec{Command: "true", User: "65534:0"}},
 		{"command", executor.Spec{Command: huge}},
 	} {
 		_, err := ex.Run(t.Context(), tc.spec)
