@@ -25,7 +25,9 @@ images: build ## build the sandbox images, offline and without cache
 
 test: images ## vet, then unit and integration tests against the real engine; fails on leaked containers
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 40m ./...
+	# -p 1: packages share one engine, and the integration suite removes and rebuilds
+	# the sandbox image and counts every airlock container on it.
+	$(GO) test -race -count=1 -p 1 -timeout 40m ./...
 	@left=$$(docker ps -aq --filter label=io.airlock.managed=true); \
 	if [ -n "$$left" ]; then echo "leaked containers: $$left"; exit 1; fi; \
 	echo "no airlock container left on the engine"
