@@ -19,6 +19,8 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
+
+	"github.com/airlock-sandbox/airlock/images"
 )
 
 // dockerEngine is the engine over the Docker Engine API.
@@ -54,15 +56,24 @@ func (d *dockerEngine) info(ctx context.Context) (engineInfo, error) {
 	return engineInfo{Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes}, nil
 }
 
-func (d *dockerEngine) imageExists(ctx context.Context, ref string) (bool, error) {
-	_, err := d.c.ImageInspect(ctx, ref)
+func (d *dockerEngine) inspectImage(ctx context.Context, ref string) (Image, bool, error) {
+	in, err := d.c.ImageInspect(ctx, ref)
 	switch {
-	case err == nil:
-		return true, nil
 	case cerrdefs.IsNotFound(err):
-		return false, nil
+		return Image{}, false, nil
+	case err != nil:
+		return Image{}, false, err
 	}
-	return false, err
+	img := Image{Ref: ref, ID: in.ID, Size: in.Size, Created: parseEngineTime(in.Created)}
+	if in.Config != nil {
+		img.Recipe, img.RecipeDigest = in.Config.Labels[images.Label], in.Config.Labels[images.DigestLabel]
+	}
+	return img, true, nil
+}
+
+func (d *dockerEngine) removeImage(ctx context.Context, id string) error {
+	_, err := d.c.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true})
+	return err
 }
 
 func (d *dockerEngine) buildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error {
@@ -90,8 +101,8 @@ func (d *dockerEngine) pullImage(ctx context.Context, ref string) error {
 	return jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
 }
 
-func (d *dockerEngine) listImages(ctx context.Context, label string) ([]Image, error) {
-	list, err := d.c.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", label))})
+func (d *dockerEngine) listImages(ctx context.Context) ([]Image, error) {
+	list, err := d.c.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", images.Label))})
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +113,8 @@ func (d *dockerEngine) listImages(ctx context.Context, label string) ([]Image, e
 			refs = []string{"<none>"}
 		}
 		for _, ref := range refs {
-			out = append(out, Image{Ref: ref, ID: im.ID, Recipe: im.Labels[label], Size: im.Size, Created: unixTime(im.Created)})
+			out = append(out, Image{Ref: ref, ID: im.ID, Recipe: im.Labels[images.Label], RecipeDigest: im.Labels[images.DigestLabel],
+				Size: im.Size, Created: unixTime(im.Created)})
 		}
 	}
 	return out, nil

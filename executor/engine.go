@@ -14,10 +14,13 @@ type engine interface {
 	// info pings the engine and reports what it offers.
 	info(ctx context.Context) (engineInfo, error)
 
-	imageExists(ctx context.Context, ref string) (bool, error)
+	// inspectImage reports the image ref names, and whether the engine has it.
+	inspectImage(ctx context.Context, ref string) (img Image, found bool, err error)
+	removeImage(ctx context.Context, id string) error
 	buildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error
 	pullImage(ctx context.Context, ref string) error
-	listImages(ctx context.Context, label string) ([]Image, error)
+	// listImages lists the images airlock built (labelled images.Label).
+	listImages(ctx context.Context) ([]Image, error)
 
 	create(ctx context.Context, p containerPlan) (containerID string, err error)
 	// attach connects to the container's streams; call it before start so that no
@@ -50,6 +53,8 @@ type Image struct {
 	Ref     string    `json:"ref"`
 	ID      string    `json:"id"`
 	Recipe  string    `json:"recipe,omitempty"`
+	// RecipeDigest identifies the exact build context the image was built from.
+	RecipeDigest string `json:"recipe_digest,omitempty"`
 	Size    int64     `json:"size"`
 	Created time.Time `json:"created"`
 }

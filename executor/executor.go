@@ -1,7 +1,9 @@
 package executor
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -130,20 +132,15 @@ func (e *Executor) checkRuntime(ctx context.Context, name string) error {
 func (e *Executor) ensureImage(ctx context.Context, ref string) error {
 	e.buildMu.Lock()
 	defer e.buildMu.Unlock()
-	ok, err := e.eng.imageExists(ctx, ref)
+	_, found, err := e.eng.inspectImage(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("%w: inspect image %q: %v", ErrEngine, ref, err)
 	}
-	if ok {
+	if found {
 		return nil
 	}
 	if r, ok := images.Lookup(ref); ok {
-		e.cfg.Logger.Info("image missing, building it from its recipe (first use)", "image", r.Ref)
-		if err := e.build(ctx, r, io.Discard); err != nil {
-			return err
-		}
-		e.cfg.Logger.Info("image built", "image", r.Ref)
-		return nil
+		return e.build(ctx, r, io.Discard)
 	}
 	pullCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -154,7 +151,8 @@ func (e *Executor) ensureImage(ctx context.Context, ref string) error {
 }
 
 // BuildImages builds the named recipes (every recipe when none is named), offline
-// and without the build cache, writing the engine's build output to progress.
+// and without the build cache, writing the engine's build output to progress. An
+// image already built from the very same build context is left as it is.
 func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ...string) error {
 	todo := images.All()
 	if len(names) > 0 {
@@ -177,20 +175,44 @@ func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ..
 	return nil
 }
 
+// build builds r unless the engine holds an image of the same build context, and
+// removes the image it replaces, so that rebuilds leave no dangling images.
 func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Writer) error {
 	bc, err := r.Context()
 	if err != nil {
 		return fmt.Errorf("build image %q: %w", r.Ref, err)
 	}
-	if err := e.eng.buildImage(ctx, r.Ref, bc, map[string]string{images.Label: r.Name}, progress); err != nil {
+	digest := fmt.Sprintf("sha256:%x", sha256.Sum256(bc))
+	old, found, err := e.eng.inspectImage(ctx, r.Ref)
+	if err != nil {
+		return fmt.Errorf("%w: inspect image %q: %v", ErrEngine, r.Ref, err)
+	}
+	if found && old.RecipeDigest == digest {
+		fmt.Fprintf(progress, "%s is up to date (recipe %.19s)\n", r.Ref, digest)
+		return nil
+	}
+	why := "image missing, building it from its recipe"
+	if found {
+		why = "image recipe changed, rebuilding it"
+	}
+	e.cfg.Logger.Info(why, "image", r.Ref, "recipe", digest[:19])
+	labels := map[string]string{images.Label: r.Name, images.DigestLabel: digest}
+	if err := e.eng.buildImage(ctx, r.Ref, bytes.NewReader(bc), labels, progress); err != nil {
 		return fmt.Errorf("%w: build image %q: %v", ErrEngine, r.Ref, err)
+	}
+	e.cfg.Logger.Info("image built", "image", r.Ref)
+	if found {
+		// Runs still using the old image keep it; it is then merely untagged.
+		if err := e.eng.removeImage(ctx, old.ID); err != nil {
+			e.cfg.Logger.Debug("old image kept", "image", old.ID, "err", err)
+		}
 	}
 	return nil
 }
 
 // Images lists the sandbox images airlock built that the engine holds.
 func (e *Executor) Images(ctx context.Context) ([]Image, error) {
-	list, err := e.eng.listImages(ctx, images.Label)
+	list, err := e.eng.listImages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: list images: %v", ErrEngine, err)
 	}

@@ -33,6 +33,7 @@ type fakeEngine struct {
 	blockCreate bool
 
 	imageExistsResult bool
+	imageDigest       string // the recipe digest label of the image inspectImage finds
 	imageExistsErr    error
 	buildErr          error
 	pullErr           error
@@ -171,9 +172,14 @@ func (f *fakeEngine) info(ctx context.Context) (engineInfo, error) {
 	return engineInfo{Version: "fake", APIVer: "1.41", CPUs: f.cpus, Runtimes: slices.Clone(f.runtimes)}, nil
 }
 
-func (f *fakeEngine) imageExists(ctx context.Context, ref string) (bool, error) {
-	f.record("imageExists", ref)
-	return f.imageExistsResult, f.imageExistsErr
+func (f *fakeEngine) inspectImage(ctx context.Context, ref string) (Image, bool, error) {
+	f.record("inspectImage", ref)
+	return Image{Ref: ref, ID: "sha256:fake", RecipeDigest: f.imageDigest}, f.imageExistsResult, f.imageExistsErr
+}
+
+func (f *fakeEngine) removeImage(ctx context.Context, id string) error {
+	f.record("removeImage", id)
+	return nil
 }
 
 func (f *fakeEngine) buildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error {
@@ -189,8 +195,8 @@ func (f *fakeEngine) pullImage(ctx context.Context, ref string) error {
 	return f.pullErr
 }
 
-func (f *fakeEngine) listImages(ctx context.Context, label string) ([]Image, error) {
-	f.record("listImages", label)
+func (f *fakeEngine) listImages(ctx context.Context) ([]Image, error) {
+	f.record("listImages", "")
 	return nil, nil
 }
 

@@ -3,8 +3,10 @@ package executor
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -119,40 +121,40 @@ func TestRunEnsuresImage(t *testing.T) {
 	}{
 		{
 			name:      "own image is built from its recipe",
-			wantCalls: []string{"create", "imageExists", "buildImage", "create", "attach"},
+			wantCalls: []string{"create", "inspectImage", "inspectImage", "buildImage", "create", "attach"},
 		},
 		{
 			name:      "own image with :latest is built too",
 			image:     "airlock/minimal:latest",
-			wantCalls: []string{"create", "imageExists", "buildImage", "create", "attach"},
+			wantCalls: []string{"create", "inspectImage", "inspectImage", "buildImage", "create", "attach"},
 		},
 		{
 			name:      "image appeared meanwhile",
 			exists:    true,
-			wantCalls: []string{"create", "imageExists", "create", "attach"},
+			wantCalls: []string{"create", "inspectImage", "create", "attach"},
 		},
 		{
 			name:      "other image is pulled",
 			image:     "example.org/tools:1",
-			wantCalls: []string{"create", "imageExists", "pullImage", "create", "attach"},
+			wantCalls: []string{"create", "inspectImage", "pullImage", "create", "attach"},
 		},
 		{
 			name:      "pull fails",
 			image:     "example.org/tools:1",
 			pullErr:   errFake,
-			wantCalls: []string{"create", "imageExists", "pullImage", "remove"},
+			wantCalls: []string{"create", "inspectImage", "pullImage", "remove"},
 			wantFail:  `image "example.org/tools:1" is not in the engine and could not be pulled`,
 		},
 		{
 			name:      "build fails",
 			buildErr:  errFake,
-			wantCalls: []string{"create", "imageExists", "buildImage", "remove"},
+			wantCalls: []string{"create", "inspectImage", "inspectImage", "buildImage", "remove"},
 			wantFail:  `build image "airlock/minimal"`,
 		},
 		{
 			name:      "image inspect fails",
 			existsErr: errFake,
-			wantCalls: []string{"create", "imageExists", "remove"},
+			wantCalls: []string{"create", "inspectImage", "remove"},
 			wantFail:  `inspect image "airlock/minimal"`,
 		},
 	}
@@ -196,8 +198,8 @@ func TestRunEnsureImageBuildsTheRecipe(t *testing.T) {
 	if got := f.args("buildImage"); !slices.Equal(got, []string{images.Minimal.Ref}) {
 		t.Errorf("buildImage tags = %q, want [%q]", got, images.Minimal.Ref)
 	}
-	if got := f.args("imageExists"); !slices.Equal(got, []string{"airlock/minimal"}) {
-		t.Errorf("imageExists refs = %q, want [airlock/minimal]", got)
+	if got := f.args("inspectImage"); !slices.Equal(got, []string{"airlock/minimal", "airlock/minimal"}) {
+		t.Errorf("inspectImage refs = %q, want [airlock/minimal airlock/minimal]", got)
 	}
 }
 
@@ -801,4 +803,36 @@ func TestNew(t *testing.T) {
 			t.Errorf("New with a failing option: error %v, want the option's", err)
 		}
 	})
+}
+
+// TestBuildImagesSkipsAnUpToDateImage checks that an image built from the very same
+// build context is kept, and that a rebuild removes the image it replaces.
+func TestBuildImagesSkipsAnUpToDateImage(t *testing.T) {
+	bc, err := images.Minimal.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := fmt.Sprintf("sha256:%x", sha256.Sum256(bc))
+	for _, tt := range []struct {
+		name      string
+		found     bool
+		digest    string
+		wantCalls []string
+	}{
+		{"missing", false, "", []string{"inspectImage", "buildImage"}},
+		{"up to date", true, current, []string{"inspectImage"}},
+		{"recipe changed", true, "sha256:old", []string{"inspectImage", "buildImage", "removeImage"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeEngine()
+			f.imageExistsResult, f.imageDigest = tt.found, tt.digest
+			e := newFakeExecutor(t, f, nil)
+			if err := e.BuildImages(t.Context(), io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.methods(); !slices.Equal(got, tt.wantCalls) {
+				t.Errorf("engine calls = %q, want %q", got, tt.wantCalls)
+			}
+		})
+	}
 }

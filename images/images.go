@@ -7,7 +7,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -18,8 +17,11 @@ import (
 //go:embed minimal
 var recipes embed.FS
 
-// Label marks every image airlock builds; its value is the recipe name.
-const Label = "io.airlock.image"
+// Labels on every image airlock builds.
+const (
+	Label       = "io.airlock.image"        // the recipe name
+	DigestLabel = "io.airlock.image.digest" // sha256 of the build context it came from
+)
 
 // Recipe is one sandbox image airlock can build offline.
 type Recipe struct {
@@ -48,10 +50,11 @@ func Lookup(ref string) (Recipe, bool) {
 // busybox-static installs /bin/busybox). AIRLOCK_BUSYBOX, when set, comes first.
 var BusyboxPaths = []string{"/bin/busybox", "/usr/bin/busybox"}
 
-// Context returns the recipe's build context as a tar stream. With a static busybox
-// on the host it needs no registry; without one it falls back to a recipe that
-// takes the binary from the official busybox image, which needs a registry.
-func (r Recipe) Context() (io.Reader, error) {
+// Context returns the recipe's build context as a tar archive. The same recipe on
+// the same host gives the same bytes. With a static busybox on the host it needs no
+// registry; without one it falls back to a recipe that takes the binary from the
+// official busybox image, which needs a registry.
+func (r Recipe) Context() ([]byte, error) {
 	if r.Name != Minimal.Name {
 		return nil, fmt.Errorf("image recipe %q: unknown", r.Name)
 	}
@@ -78,7 +81,10 @@ func (r Recipe) Context() (io.Reader, error) {
 			return nil, err
 		}
 	}
-	return &buf, tw.Close()
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // findStaticBusybox returns the path of a statically linked busybox on the host.

@@ -28,11 +28,11 @@ func TestMinimalContext(t *testing.T) {
 	if _, err := findStaticBusybox(); err != nil {
 		t.Fatalf("%v: the offline recipe needs it", err)
 	}
-	bc, err := Minimal.Context()
+	raw, err := Minimal.Context()
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := untar(t, bc)
+	files := untar(t, bytes.NewReader(raw))
 	if df := string(files["Dockerfile"].data); !strings.HasPrefix(strings.SplitN(df, "\nFROM ", 2)[1], "scratch\n") || strings.Contains(df, "busybox:") {
 		t.Errorf("Dockerfile is not the offline FROM scratch recipe:\n%s", df)
 	}

@@ -21,11 +21,7 @@ func imagesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer ex.Close()
 	switch args[0] {
 	case "build":
-		if err := ex.BuildImages(ctx, stderr, args[1:]...); err != nil {
-			return err
-		}
-		fmt.Fprintln(stderr, "images built")
-		return nil
+		return ex.BuildImages(ctx, stderr, args[1:]...)
 	case "ls":
 		list, err := ex.Images(ctx)
 		if err != nil {
