@@ -50,13 +50,13 @@ type engineInfo struct {
 
 // Image is one sandbox image present in the engine.
 type Image struct {
-	Ref     string    `json:"ref"`
-	ID      string    `json:"id"`
-	Recipe  string    `json:"recipe,omitempty"`
+	Ref    string `json:"ref"`
+	ID     string `json:"id"`
+	Recipe string `json:"recipe,omitempty"`
 	// RecipeDigest identifies the exact build context the image was built from.
-	RecipeDigest string `json:"recipe_digest,omitempty"`
-	Size    int64     `json:"size"`
-	Created time.Time `json:"created"`
+	RecipeDigest string    `json:"recipe_digest,omitempty"`
+	Size         int64     `json:"size"`
+	Created      time.Time `json:"created"`
 }
 
 // containerPlan is one sandbox container, fully decided: every default applied,

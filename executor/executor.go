@@ -3,8 +3,8 @@ package executor
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
