@@ -210,15 +210,15 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	<-copied
 	stopStats()
 	<-statsDone
+	res.Stdout, res.StdoutTruncated, res.StdoutBytes, res.StdoutTail = stdout.result(s.TailLines)
+	res.Stderr, res.StderrTruncated, res.StderrBytes, res.StderrTail = stderr.result(s.TailLines)
+	res.ResourceUsage = usage.get()
+
 	select {
 	case <-sb.exited:
 	default: // terminate gave up: the engine did not stop the container
 		return res.failed(fmt.Errorf("%w: container %s did not stop after SIGKILL", ErrEngine, sb.containerID))
 	}
-
-	res.Stdout, res.StdoutTruncated, res.StdoutBytes, res.StdoutTail = stdout.result(s.TailLines)
-	res.Stderr, res.StderrTruncated, res.StderrBytes, res.StderrTail = stderr.result(s.TailLines)
-	res.ResourceUsage = usage.get()
 
 	if sb.waitErr != nil {
 		return res.failed(fmt.Errorf("%w: wait for container: %v", ErrEngine, sb.waitErr))

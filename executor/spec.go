@@ -170,6 +170,10 @@ func (c *Config) normalize(s Spec) (Spec, error) {
 	if !userSpec.MatchString(s.User) {
 		return bad("user", "%q is not uid[:gid] or a user name", s.User)
 	}
+	if _, err := strconv.ParseUint(s.User, 10, 32); err == nil {
+		// A uid the image does not know would get gid 0 (root) from the engine.
+		s.User += ":" + s.User
+	}
 	if isRoot(s.User) && !c.AllowRoot {
 		return bad("user", "%q is uid or gid 0; running as root is not allowed by the server", s.User)
 	}

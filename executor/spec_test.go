@@ -258,6 +258,10 @@ func TestNormalizeAccepts(t *testing.T) {
 			name: "user uid:gid", spec: Spec{Command: "true", User: "1000:1000"},
 			check: func(t *testing.T, s Spec) { wantEq(t, "user", s.User, "1000:1000") },
 		},
+		{
+			name: "numeric uid alone gets the same gid, not the engine's gid 0", spec: Spec{Command: "true", User: "1234"},
+			check: func(t *testing.T, s Spec) { wantEq(t, "user", s.User, "1234:1234") },
+		},
 		{name: "user name", spec: Spec{Command: "true", User: "nobody"}},
 		{name: "user name:group", spec: Spec{Command: "true", User: "www-data:www-data"}},
 		{

@@ -95,6 +95,7 @@ func TestCLIRun(t *testing.T) {
 			"67108864\n32\n8192\n", "", 0},
 		{"env, workdir and user", []string{"run", "--env", "A=1", "--env", "B=two words", "--workdir", "/tmp", "--user", "1000:1000", "--", `echo "$A $B"; pwd; id -u`},
 			"1 two words\n/tmp\n1000\n", "", 0},
+		{"a uid alone does not get the root group", []string{"run", "--user", "1234", "--", "id -u; id -g"}, "1234\n1234\n", "", 0},
 		{"stdin from a file", []string{"run", "--stdin-file", input, "--", "cat"}, "from a file\n", "", 0},
 		{"timeout as seconds", []string{"run", "--timeout", "1", "--", "sleep 30"}, "", "timed out", 124},
 		{"timeout as a duration", []string{"run", "--timeout", "1500ms", "--", "sleep 30"}, "", "timed out", 124},
