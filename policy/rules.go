@@ -1,0 +1,51 @@
+package policy
+
+// Rule is one reason the policy can refuse a command. IDs are stable: callers,
+// audit logs and dashboards may key on them.
+type Rule struct {
+	ID     string
+	Reason string
+}
+
+// The rules. Built-in deny rules apply in standard and strict mode; the strict
+// rules only in strict mode; the operator rules when the operator configured them.
+var (
+	// Built-in deny rules (the seed documents' blocklists, decided on parsed commands).
+	RuleRmRoot      = Rule{"rm-root", "recursive delete of / or a top-level system directory"}
+	RuleFindDelete  = Rule{"find-delete-root", "find deletes from / or a top-level system directory"}
+	RuleMkfs        = Rule{"mkfs", "formats a filesystem or wipes a disk"}
+	RuleBlockDevice = Rule{"block-device-write", "writes to a block device or raw memory"}
+	RuleChmodRoot   = Rule{"chmod-root", "recursive permission or owner change of / or a top-level system directory"}
+	RuleForkBomb    = Rule{"fork-bomb", "fork bomb: a function or script that spawns copies of itself without end"}
+	RulePower       = Rule{"power", "shuts down or reboots the machine"}
+	RuleFirewall    = Rule{"firewall-disable", "disables or flushes the firewall"}
+	RuleSELinux     = Rule{"selinux-disable", "disables SELinux enforcement"}
+	RulePrivilege   = Rule{"privilege-escalation", "runs a command as another user (sudo, su, doas, pkexec)"}
+	RuleChroot      = Rule{"chroot", "changes the root directory"}
+	RuleMount       = Rule{"mount", "mounts or unmounts a filesystem"}
+	RuleFetchPipe   = Rule{"fetch-pipe-shell", "pipes downloaded text into a shell"}
+	RuleEvalFetched = Rule{"eval-fetched", "evaluates downloaded text as commands"}
+	RuleTooComplex  = Rule{"too-complex", "nests shells, evals or expansions too deeply to judge"}
+
+	// Strict mode: what a static check cannot decide.
+	RuleDynamicCommand = Rule{"dynamic-command", "the command name is only known when it runs"}
+	RulePipeShell      = Rule{"pipe-to-interpreter", "pipes text into a shell or interpreter"}
+	RuleUnparseable    = Rule{"unparseable", "the command is not valid shell syntax"}
+
+	// Operator rules.
+	RuleDenyProgram   = Rule{"deny-program", "the program is denied by the operator"}
+	RuleDenyPattern   = Rule{"deny-pattern", "the command matches a pattern denied by the operator"}
+	RuleNotAllowed    = Rule{"not-allowlisted", "the program is not on the operator's allowlist"}
+	RuleOutsideRoots  = Rule{"path-outside-workspace", "a path argument is outside the workspace"}
+	RulePathTraversal = Rule{"path-traversal", "a relative path climbs out of the workspace"}
+)
+
+// Rules lists every rule, for documentation and for `airlock check --rules`.
+func Rules() []Rule {
+	return []Rule{
+		RuleRmRoot, RuleFindDelete, RuleMkfs, RuleBlockDevice, RuleChmodRoot, RuleForkBomb, RulePower,
+		RuleFirewall, RuleSELinux, RulePrivilege, RuleChroot, RuleMount, RuleFetchPipe, RuleEvalFetched,
+		RuleTooComplex, RuleDynamicCommand, RulePipeShell, RuleUnparseable,
+		RuleDenyProgram, RuleDenyPattern, RuleNotAllowed, RuleOutsideRoots, RulePathTraversal,
+	}
+}
