@@ -1,15 +1,438 @@
 package policy
 
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
 // Check judges a shell command as `sh -c command` would run it.
 func (p *Policy) Check(command string) Decision {
-	panic("not implemented yet")
+	if p.mode == ModeOff {
+		return Decision{Allowed: true, Mode: p.mode}
+	}
+	c := p.newChecker()
+	c.script(command, 0)
+	return c.decision()
 }
 
-// CheckArgv judges an argv executed directly, without a shell.
+// CheckArgv judges an argv executed directly, without a shell: its words are
+// literal, so only the program and its arguments are judged (and, for `sh -c`,
+// the script).
 func (p *Policy) CheckArgv(argv []string) Decision {
-	panic("not implemented yet")
+	if p.mode == ModeOff || len(argv) == 0 {
+		return Decision{Allowed: true, Mode: p.mode}
+	}
+	c := p.newChecker()
+	words := make([]word, len(argv))
+	for i, a := range argv {
+		words[i] = word{s: a}
+	}
+	c.command(words, cmdContext{}, 0)
+	return c.decision()
 }
 
-func commandName(s string) string { return s }
+// checker holds the state of one Check: the script's variables and functions, and
+// the first refusal. It stops at the first refusal.
+type checker struct {
+	p       *Policy
+	vars    vars
+	bombs   map[string]bool // functions that spawn copies of themselves
+	refusal *Decision
+	steps   int
+}
 
-func cleanPath(s string) string { return s }
+func (p *Policy) newChecker() *checker {
+	return &checker{p: p, vars: vars{}, bombs: map[string]bool{}}
+}
+
+func (c *checker) decision() Decision {
+	if c.refusal != nil {
+		return *c.refusal
+	}
+	return Decision{Allowed: true, Mode: c.p.mode}
+}
+
+// refuse records the first refusal; later ones are ignored.
+func (c *checker) refuse(r Rule, match string) {
+	if c.refusal == nil {
+		c.refusal = &Decision{Rule: r.ID, Reason: r.Reason, Match: match, Mode: c.p.mode}
+	}
+}
+
+func (c *checker) done() bool { return c.refusal != nil }
+
+// step counts work; past the budget the command is too complex to judge.
+func (c *checker) step() {
+	c.steps++
+	if c.steps > maxSteps {
+		c.refuse(RuleTooComplex, "")
+	}
+}
+
+func (c *checker) strict() bool { return c.p.mode == ModeStrict }
+
+// script parses and judges a whole script (the command, or a nested sh -c string).
+func (c *checker) script(src string, depth int) {
+	if depth > maxDepth {
+		c.refuse(RuleTooComplex, "")
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		if c.strict() {
+			c.refuse(RuleUnparseable, src)
+			return
+		}
+		// Standard mode cannot judge what does not parse; the operator's own
+		// patterns still apply to the text.
+		c.denyPatterns(src)
+		return
+	}
+	c.collect(src, f)
+	c.walk(src, f, depth)
+}
+
+// collect records the script's literal assignments and its self-spawning functions
+// before anything is judged, so that a use before the assignment is followed too.
+func (c *checker) collect(src string, f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		c.step()
+		switch n := n.(type) {
+		case *syntax.Assign:
+			if n.Name == nil {
+				return true
+			}
+			if n.Append || n.Array != nil || n.Index != nil {
+				c.vars.setUnknown(n.Name.Value)
+				return true
+			}
+			alts := c.expandWordNoSplit(src, n.Value)
+			if alts == nil {
+				c.vars.setUnknown(n.Name.Value)
+			}
+			for _, v := range alts {
+				c.vars.add(n.Name.Value, v)
+			}
+		case *syntax.ForClause:
+			if it, ok := n.Loop.(*syntax.WordIter); ok {
+				for _, item := range it.Items {
+					for _, alt := range c.expandWord(src, item) {
+						for _, w := range alt {
+							if w.dynamic {
+								c.vars.setUnknown(it.Name.Value)
+							} else {
+								c.vars.add(it.Name.Value, w.s)
+							}
+						}
+					}
+				}
+				if len(it.Items) == 0 {
+					c.vars.setUnknown(it.Name.Value)
+				}
+			}
+		case *syntax.FuncDecl:
+			if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
+				c.bombs[n.Name.Value] = true
+			}
+		case *syntax.CallExpr:
+			// read, mapfile, getopts and friends assign at run time.
+			if len(n.Args) > 0 {
+				switch n.Args[0].Lit() {
+				case "read", "mapfile", "readarray", "getopts", "printf":
+					for _, a := range n.Args[1:] {
+						if name := a.Lit(); envName(name) {
+							c.vars.setUnknown(name)
+						}
+					}
+				}
+			}
+		}
+		return !c.done()
+	})
+}
+
+// expandWordNoSplit returns the values an assignment's right side may take, or
+// nil when one is only known at run time.
+func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
+	if w == nil {
+		return []string{""}
+	}
+	alts := [][]segment{nil}
+	for _, part := range w.Parts {
+		choices := c.partSegments(src, part, true)
+		if len(alts)*len(choices) > maxCandidates {
+			return nil
+		}
+		var next [][]segment
+		for _, a := range alts {
+			for _, ch := range choices {
+				next = append(next, append(append([]segment(nil), a...), ch...))
+			}
+		}
+		alts = next
+	}
+	out := make([]string, 0, len(alts))
+	for _, a := range alts {
+		var b strings.Builder
+		for _, sg := range a {
+			if sg.dynamic {
+				return nil
+			}
+			b.WriteString(sg.s)
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// spawnsItself reports whether a function body calls the function in a pipeline,
+// in the background, or more than once: the shape of every fork bomb.
+func spawnsItself(name string, body *syntax.Stmt) bool {
+	calls, forked := 0, false
+	var visit func(n syntax.Node, inFork bool)
+	visit = func(n syntax.Node, inFork bool) {
+		syntax.Walk(n, func(m syntax.Node) bool {
+			switch m := m.(type) {
+			case *syntax.Stmt:
+				if m.Background && m != n {
+					visit(m.Cmd, true)
+					return false
+				}
+			case *syntax.BinaryCmd:
+				if m.Op == syntax.Pipe || m.Op == syntax.PipeAll {
+					visit(m.X, true)
+					visit(m.Y, true)
+					return false
+				}
+			case *syntax.CallExpr:
+				if len(m.Args) > 0 && m.Args[0].Lit() == name {
+					calls++
+					forked = forked || inFork
+				}
+			}
+			return true
+		})
+	}
+	if body.Background {
+		visit(body.Cmd, true)
+	} else {
+		visit(body, false)
+	}
+	return forked || calls >= 2
+}
+
+// cmdContext is what a simple command's surroundings tell about it.
+type cmdContext struct {
+	stdin     []string // literal text piped into it by echo/printf, split into words
+	stdinKnow bool     // stdin is that literal text
+	fromFetch bool     // a pipeline stage before it downloads (curl, wget)
+	piped     bool     // it is a later stage of a pipeline
+	hereDoc   *string  // a static here-document or here-string fed to it
+	redirIn   bool     // stdin comes from a here-document or here-string
+}
+
+// walk judges every statement of a parsed script, in source order.
+func (c *checker) walk(src string, f *syntax.File, depth int) {
+	ctxs := map[*syntax.CallExpr]cmdContext{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c.done() {
+			return false
+		}
+		c.step()
+		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				c.pipeline(src, n, ctxs)
+			}
+		case *syntax.Stmt:
+			c.redirects(src, n, ctxs)
+		case *syntax.CallExpr:
+			c.call(src, n, ctxs[n], depth)
+		}
+		return !c.done()
+	})
+}
+
+// pipeline records, for each stage, what flows into it.
+func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.CallExpr]cmdContext) {
+	var stages []*syntax.Stmt
+	var flatten func(s *syntax.Stmt)
+	flatten = func(s *syntax.Stmt) {
+		if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
+			flatten(bc.X)
+			flatten(bc.Y)
+			return
+		}
+		stages = append(stages, s)
+	}
+	flatten(b.X)
+	flatten(b.Y)
+	fetched := false
+	for i, st := range stages {
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok {
+			fetched = fetched || c.fetches(src, st)
+			continue
+		}
+		ctx := ctxs[call]
+		if i > 0 {
+			ctx.piped, ctx.fromFetch = true, fetched
+			if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
+				ctx.stdin, ctx.stdinKnow = c.literalOutput(src, prev)
+			}
+		}
+		ctxs[call] = ctx
+		fetched = fetched || c.fetches(src, st)
+	}
+}
+
+// literalOutput returns what echo or printf with static arguments writes, split
+// into words, so that `echo / | xargs rm -rf` is judged as `rm -rf /`.
+func (c *checker) literalOutput(src string, call *syntax.CallExpr) ([]string, bool) {
+	if len(call.Args) == 0 {
+		return nil, false
+	}
+	alts := c.expandArgs(src, call.Args)
+	if len(alts) != 1 || len(alts[0]) == 0 {
+		return nil, false
+	}
+	argv := alts[0]
+	name := commandName(argv[0].s)
+	if name != "echo" && name != "printf" {
+		return nil, false
+	}
+	var out []string
+	for _, w := range argv[1:] {
+		if w.dynamic {
+			return nil, false
+		}
+		if strings.HasPrefix(w.s, "-") && name == "echo" {
+			continue
+		}
+		out = append(out, strings.Fields(strings.NewReplacer(`\n`, " ", `\t`, " ").Replace(w.s))...)
+	}
+	return out, true
+}
+
+// fetches reports whether a statement downloads: curl or wget anywhere in it.
+func (c *checker) fetches(src string, n syntax.Node) bool {
+	found := false
+	syntax.Walk(n, func(m syntax.Node) bool {
+		if found {
+			return false
+		}
+		if call, ok := m.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			for _, alt := range c.expandArgs(src, call.Args) {
+				if argv := c.unwrapQuiet(alt); len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// redirects judges a statement's redirections, and notes here-documents fed to
+// the command.
+func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallExpr]cmdContext) {
+	for _, r := range st.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			call, ok := st.Cmd.(*syntax.CallExpr)
+			if !ok {
+				continue
+			}
+			ctx := ctxs[call]
+			ctx.redirIn = true
+			body := r.Hdoc
+			if r.Op == syntax.WordHdoc {
+				body = r.Word
+			}
+			if s, ok := c.staticString(body); ok {
+				ctx.hereDoc = &s
+			}
+			ctxs[call] = ctx
+			continue
+		case syntax.DplOut, syntax.DplIn:
+			continue // >&2, <&0: file descriptors, not paths
+		}
+		if r.Word == nil {
+			continue
+		}
+		target, ok := c.staticString(r.Word)
+		if !ok {
+			continue
+		}
+		writes := r.Op != syntax.RdrIn
+		if writes && isBlockDevice(target) {
+			c.refuse(RuleBlockDevice, strings.TrimSpace(r.Op.String()+" "+target))
+			return
+		}
+		c.checkPath(target, r.Op.String()+" "+target)
+	}
+}
+
+// call judges one simple command, in every reading its expansions allow.
+func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth int) {
+	if len(call.Args) == 0 {
+		return // assignments only
+	}
+	for _, argv := range c.expandArgs(src, call.Args) {
+		if c.done() {
+			return
+		}
+		c.command(argv, ctx, depth)
+	}
+}
+
+// expandArgs returns the alternative argvs of a simple command's words.
+func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
+	alts := [][]word{nil}
+	for _, a := range args {
+		choices := c.expandWord(src, a)
+		if len(alts)*len(choices) > maxArgvAlts {
+			choices = choices[:1] // enough readings: keep the first of this word
+		}
+		next := make([][]word, 0, len(alts)*len(choices))
+		for _, have := range alts {
+			for _, ch := range choices {
+				next = append(next, append(append([]word(nil), have...), ch...))
+			}
+		}
+		alts = next
+	}
+	return alts
+}
+
+// commandName normalises a program name: its base name, as the kernel would find
+// it on PATH or at the path given.
+func commandName(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// cleanPath is path.Clean that keeps a leading "//" meaningless, as Linux does.
+func cleanPath(s string) string {
+	if s == "" {
+		return ""
+	}
+	return path.Clean(s)
+}
+
+func envName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r != '_' && !(r >= 'a' && r <= 'z') && !(r >= 'A' && r <= 'Z') && (i == 0 || !(r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}

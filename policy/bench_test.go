@@ -1,0 +1,193 @@
+package policy_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// agentCommandsFile is 1,000 commands of the kind an AI coding agent sends,
+// written by testdata/gen_corpus.go.
+const agentCommandsFile = "testdata/agent_commands.json"
+
+func loadAgentCommands(tb testing.TB) []string {
+	tb.Helper()
+	data, err := os.ReadFile(agentCommandsFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cmds []string
+	if err := json.Unmarshal(data, &cmds); err != nil {
+		tb.Fatalf("%s: %v", agentCommandsFile, err)
+	}
+	if len(cmds) == 0 {
+		tb.Fatalf("%s: empty", agentCommandsFile)
+	}
+	return cmds
+}
+
+func TestAgentCommandsCorpus(t *testing.T) {
+	cmds := loadAgentCommands(t)
+	if len(cmds) != 1000 {
+		t.Errorf("%s: %d commands, want 1000", agentCommandsFile, len(cmds))
+	}
+	seen := map[string]bool{}
+	for i, c := range cmds {
+		if c == "" {
+			t.Errorf("command %d is empty", i)
+		}
+		if seen[c] {
+			t.Errorf("command %d is a duplicate: %q", i, c)
+		}
+		seen[c] = true
+	}
+}
+
+// operatorConfig is a plausible operator policy for an agent's workspace: an
+// allowlist of the everyday tools (some narrowed to subcommands), the workspace
+// and /tmp as roots, and one denied subcommand.
+func operatorConfig(mode policy.Mode) policy.Config {
+	progs := func(names ...string) []policy.ProgramRule {
+		var out []policy.ProgramRule
+		for _, n := range names {
+			out = append(out, policy.ProgramRule{Program: n})
+		}
+		return out
+	}
+	allow := progs(
+		"ls", "cat", "head", "tail", "less", "wc", "grep", "rg", "find", "xargs", "sed", "awk", "sort", "uniq",
+		"cut", "tr", "diff", "tee", "jq", "yq", "mkdir", "touch", "cp", "mv", "rm", "chmod", "ln", "tar", "unzip",
+		"date", "sleep", "seq", "env", "stat", "file", "nl", "du", "df", "tree", "which", "basename", "dirname",
+		"mktemp", "uname", "whoami", "id", "sha256sum", "md5sum", "xxd", "base64", "column", "ps", "kill",
+		"go", "gofmt", "python3", "python", "pytest", "pip", "ruff", "black", "mypy", "node", "npx", "yarn", "pnpm",
+		"make", "cargo", "curl", "wget", "timeout", "nohup", "shellcheck", "perl",
+	)
+	allow = append(allow,
+		policy.ProgramRule{Program: "git", Subcommands: []string{"status", "diff", "log", "show", "add", "commit", "branch", "checkout", "switch", "stash", "rev-parse", "grep", "ls-files", "blame", "fetch", "pull", "push", "restore", "describe"}},
+		policy.ProgramRule{Program: "npm", Subcommands: []string{"test", "run", "ci", "install", "ls", "prefix"}},
+		policy.ProgramRule{Program: "docker", Subcommands: []string{"ps", "images", "compose logs", "compose ps"}},
+	)
+	return policy.Config{
+		Mode:           mode,
+		Allowlist:      allow,
+		WorkspaceRoots: []string{"/workspace", "/tmp"},
+		DenyPrograms:   []policy.ProgramRule{{Program: "git", Args: `^push\b.*--force`}},
+		DenyPatterns:   []string{`^npm publish\b`},
+		AllowPatterns:  []string{`^git push origin agent/[a-z0-9-]+$`},
+	}
+}
+
+type namedPolicy struct {
+	name string
+	p    *policy.Policy
+}
+
+// benchPolicies: the default standard policy, and strict with the operator's
+// allowlist and workspace roots.
+func benchPolicies(tb testing.TB) []namedPolicy {
+	tb.Helper()
+	std, err := policy.New(policy.Config{Mode: policy.ModeStandard})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	strict, err := policy.New(operatorConfig(policy.ModeStrict))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []namedPolicy{{"standard", std}, {"strict-allowlist-roots", strict}}
+}
+
+var benchSink policy.Decision
+
+// BenchmarkCheck runs Check on every corpus command per iteration. ns/op and
+// allocs/op are per corpus pass; ns/cmd and allocs/cmd per command.
+func BenchmarkCheck(b *testing.B) {
+	cmds := loadAgentCommands(b)
+	for _, np := range benchPolicies(b) {
+		b.Run(np.name, func(b *testing.B) {
+			p := np.p
+			for _, c := range cmds { // warm up (lazy init, caches)
+				benchSink = p.Check(c)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for _, c := range cmds {
+					benchSink = p.Check(c)
+				}
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&after)
+			n := float64(b.N * len(cmds))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/cmd")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/cmd")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/cmd")
+		})
+	}
+}
+
+// BenchmarkCheckPercentiles times each corpus command on its own, over b.N
+// passes (at least 5), and reports the distribution of single-command latency.
+// The target is p99 under 100 µs.
+func BenchmarkCheckPercentiles(b *testing.B) {
+	cmds := loadAgentCommands(b)
+	for _, np := range benchPolicies(b) {
+		b.Run(np.name, func(b *testing.B) {
+			p := np.p
+			for _, c := range cmds {
+				benchSink = p.Check(c)
+			}
+			passes := max(b.N, 5)
+			samples := make([]int64, 0, passes*len(cmds))
+			fastest := make([]int64, len(cmds)) // per command, best of the passes
+			for i := range fastest {
+				fastest[i] = math.MaxInt64
+			}
+			b.ResetTimer()
+			for pass := 0; pass < passes; pass++ {
+				for i, c := range cmds {
+					t0 := time.Now()
+					benchSink = p.Check(c)
+					d := time.Since(t0).Nanoseconds()
+					samples = append(samples, d)
+					fastest[i] = min(fastest[i], d)
+				}
+			}
+			b.StopTimer()
+			slices.Sort(samples)
+			pct := func(q float64) float64 {
+				i := int(math.Ceil(q*float64(len(samples)))) - 1
+				return float64(samples[max(i, 0)])
+			}
+			b.ReportMetric(pct(0.50), "p50-ns")
+			b.ReportMetric(pct(0.90), "p90-ns")
+			b.ReportMetric(pct(0.99), "p99-ns")
+			b.ReportMetric(float64(samples[len(samples)-1]), "max-ns")
+			if p99 := pct(0.99); p99 > 100e3 {
+				b.Logf("p99 %.0f ns is over the 100 µs target", p99)
+			}
+			// The slowest commands by their best time (not GC noise), to aim at.
+			idx := make([]int, len(cmds))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortFunc(idx, func(x, y int) int { return int(fastest[y] - fastest[x]) })
+			for _, i := range idx[:3] {
+				c := cmds[i]
+				if len(c) > 80 {
+					c = c[:80] + "..."
+				}
+				b.Logf("slow: %d ns (%d bytes) %q", fastest[i], len(cmds[i]), c)
+			}
+		})
+	}
+}

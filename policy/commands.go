@@ -1,0 +1,525 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// command judges one simple command given as words: it looks through wrappers,
+// recurses into nested scripts, and applies the layers in order.
+func (c *checker) command(argv []word, ctx cmdContext, depth int) {
+	c.step()
+	argv, extra, ok := c.unwrap(argv, &ctx)
+	if !ok || len(argv) == 0 || c.done() {
+		return
+	}
+	if ctx.stdinKnow && extra {
+		// xargs appends what it reads: here, the literal text piped into it.
+		for _, s := range ctx.stdin {
+			argv = append(argv, word{s: s})
+		}
+		extra = false
+	}
+	name := commandName(argv[0].s)
+	match := joinWords(argv)
+	if !argv[0].dynamic {
+		match = strings.TrimSpace(name + " " + joinWords(argv[1:]))
+	}
+
+	if argv[0].dynamic || argv[0].glob {
+		if c.strict() {
+			c.refuse(RuleDynamicCommand, match)
+			return
+		}
+		c.operatorDeny("", match, nil)
+		return
+	}
+	if c.allowed(match) {
+		// An allow pattern excuses this command only; the scripts it nests are
+		// still judged.
+		c.nested(name, argv, ctx, depth)
+		return
+	}
+	c.builtinRules(name, argv, extra, ctx, match)
+	if c.done() {
+		return
+	}
+	c.nested(name, argv, ctx, depth)
+	if c.done() {
+		return
+	}
+	c.operatorDeny(name, match, argv[1:])
+	if c.done() {
+		return
+	}
+	c.allowlisted(name, argv, match)
+	if c.done() {
+		return
+	}
+	for _, a := range argv[1:] {
+		if !a.dynamic {
+			c.checkArgPath(a.s, match)
+		}
+	}
+}
+
+func joinWords(ws []word) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = w.s
+	}
+	return strings.Join(parts, " ")
+}
+
+// Wrappers: programs that run the rest of their arguments as a command.
+// optsWithValue lists each wrapper's options that take a separate value.
+var wrappers = map[string]struct {
+	optsWithValue string // short options taking a value, e.g. "nu" for env -u NAME
+	longWithValue []string
+	positional    int // leading non-option words before the command (timeout's DURATION)
+}{
+	"env":      {optsWithValue: "uCS", longWithValue: []string{"--unset", "--chdir", "--split-string"}},
+	"nice":     {optsWithValue: "n", longWithValue: []string{"--adjustment"}},
+	"nohup":    {},
+	"timeout":  {optsWithValue: "ks", longWithValue: []string{"--kill-after", "--signal"}, positional: 1},
+	"stdbuf":   {optsWithValue: "ioe", longWithValue: []string{"--input", "--output", "--error"}},
+	"setsid":   {},
+	"ionice":   {optsWithValue: "cnp", longWithValue: []string{"--class", "--classdata", "--pid"}},
+	"chrt":     {optsWithValue: "T P D", positional: 1},
+	"taskset":  {optsWithValue: "", positional: 1},
+	"time":     {optsWithValue: "fo", longWithValue: []string{"--format", "--output"}},
+	"command":  {},
+	"exec":     {optsWithValue: "a"},
+	"builtin":  {},
+	"xargs":    {optsWithValue: "adEeIiLlnPs", longWithValue: []string{"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}},
+	"unbuffer": {},
+	"flock":    {optsWithValue: "wEc", positional: 1},
+	"watch":    {optsWithValue: "nd", longWithValue: []string{"--interval"}},
+	"doas":     {optsWithValue: "uC"},
+	"sudo":     {optsWithValue: "ugpUChDrtT", longWithValue: []string{"--user", "--group", "--prompt", "--chdir"}},
+	"busybox":  {},
+}
+
+// unwrap strips wrappers from argv and returns the command they run. extra is true
+// when the command receives arguments only known at run time (xargs). ok is false
+// when nothing runs (`command -v rm`) or a refusal was recorded.
+func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, ok bool) {
+	for range maxDepth {
+		if len(argv) == 0 || argv[0].dynamic {
+			return argv, extra, true
+		}
+		name := commandName(argv[0].s)
+		w, isWrapper := wrappers[name]
+		if !isWrapper {
+			return argv, extra, true
+		}
+		// A wrapper may itself be denied by the operator or a rule (sudo).
+		switch name {
+		case "sudo", "doas":
+			c.refuse(RulePrivilege, joinWords(argv))
+			return nil, false, false
+		}
+		c.operatorDeny(name, joinWords(argv), argv[1:])
+		if c.done() {
+			return nil, false, false
+		}
+		rest := argv[1:]
+		if name == "busybox" {
+			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
+				return nil, false, false // busybox --list, --help: runs nothing
+			}
+			argv = rest
+			continue
+		}
+		if name == "command" {
+			for _, a := range rest {
+				if a.s == "-v" || a.s == "-V" {
+					return nil, false, false // only prints what the name is
+				}
+			}
+		}
+		var split []word // env -S "cmd args"
+		i := 0
+		for i < len(rest) {
+			a := rest[i]
+			if a.dynamic {
+				break
+			}
+			s := a.s
+			if s == "--" {
+				i++
+				break
+			}
+			if name == "env" && strings.Contains(s, "=") && !strings.HasPrefix(s, "-") {
+				i++ // NAME=VALUE
+				continue
+			}
+			if name == "env" && s == "-" {
+				i++
+				continue
+			}
+			if !strings.HasPrefix(s, "-") || s == "-" {
+				break
+			}
+			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
+				i++ // nice -10
+				continue
+			}
+			takesValue := false
+			if strings.HasPrefix(s, "--") {
+				key, _, hasEq := strings.Cut(s, "=")
+				takesValue = !hasEq && slices.Contains(w.longWithValue, key)
+				if name == "env" && (key == "--split-string") {
+					val := ""
+					if hasEq {
+						_, val, _ = strings.Cut(s, "=")
+					} else if i+1 < len(rest) {
+						val = rest[i+1].s
+					}
+					split = append(split, shellFields(val)...)
+				}
+			} else {
+				// A cluster of short options: the first that takes a value takes
+				// the rest of the word, or the next word.
+				for j := 1; j < len(s); j++ {
+					if strings.IndexByte(w.optsWithValue, s[j]) >= 0 {
+						if name == "env" && s[j] == 'S' {
+							val := s[j+1:]
+							if val == "" && i+1 < len(rest) {
+								val = rest[i+1].s
+							}
+							split = append(split, shellFields(val)...)
+						}
+						takesValue = j == len(s)-1
+						break
+					}
+				}
+			}
+			i++
+			if takesValue {
+				i++
+			}
+		}
+		if len(split) > 0 {
+			argv = append(split, rest[min(i, len(rest)):]...)
+			continue
+		}
+		for p := 0; p < w.positional && i < len(rest); p++ {
+			i++
+		}
+		if i >= len(rest) {
+			return nil, false, false // the wrapper alone runs nothing of concern
+		}
+		if name == "xargs" {
+			extra = true
+		}
+		argv = rest[i:]
+	}
+	c.refuse(RuleTooComplex, joinWords(argv))
+	return nil, false, false
+}
+
+// unwrapQuiet strips wrappers without judging them, to name the command a
+// pipeline stage runs.
+func (c *checker) unwrapQuiet(argv []word) []word {
+	quiet := &checker{p: &Policy{mode: c.p.mode}, vars: c.vars, bombs: c.bombs}
+	cmd, _, _ := quiet.unwrap(argv, &cmdContext{})
+	if cmd == nil && len(argv) > 0 && (commandName(argv[0].s) == "sudo" || commandName(argv[0].s) == "doas") {
+		return argv[1:]
+	}
+	return cmd
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// shellFields splits env -S's string as a shell would split plain words.
+func shellFields(s string) []word {
+	var out []word
+	for _, f := range strings.Fields(s) {
+		out = append(out, word{s: strings.Trim(f, `'"`)})
+	}
+	return out
+}
+
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true, "fish": true, "rbash": true}
+
+// interpreters read a program from stdin when given no program argument; the
+// value lists their options that take the program or a value.
+var interpreters = map[string]string{
+	"python": "cmWXQ", "python2": "cmWXQ", "python3": "cmWXQ", "perl": "eElImMx", "ruby": "eIrE",
+	"node": "epr", "nodejs": "epr", "php": "rfBRFEdcz", "lua": "el", "tclsh": "", "awk": "fv",
+}
+
+func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
+
+// nested recurses into the scripts a command runs: sh -c, eval, trap, find -exec,
+// xargs, and shells fed a here-document or piped text.
+func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
+	args := argv[1:]
+	switch {
+	case shells[name]:
+		script, mode := shellScript(args)
+		switch mode {
+		case "c":
+			if script.dynamic {
+				if strings.Contains(script.s, "curl") || strings.Contains(script.s, "wget") {
+					c.refuse(RuleFetchPipe, joinWords(argv))
+					return
+				}
+				if c.strict() {
+					c.refuse(RuleDynamicCommand, joinWords(argv))
+				}
+				return
+			}
+			c.script(script.s, depth+1)
+		case "stdin":
+			c.stdinScript(argv, ctx, depth)
+		case "file":
+			if strings.HasPrefix(script.s, "<(") || strings.HasPrefix(script.s, "$(") {
+				c.procSubst(argv, script)
+			}
+		}
+	case name == "source" || name == ".":
+		if len(args) > 0 {
+			c.procSubst(argv, args[0])
+		}
+	case name == "eval":
+		var parts []string
+		for _, a := range args {
+			if a.dynamic {
+				if strings.Contains(a.s, "curl") || strings.Contains(a.s, "wget") {
+					c.refuse(RuleEvalFetched, joinWords(argv))
+					return
+				}
+				if c.strict() {
+					c.refuse(RuleDynamicCommand, joinWords(argv))
+				}
+				return
+			}
+			parts = append(parts, a.s)
+		}
+		c.script(strings.Join(parts, " "), depth+1)
+	case name == "trap":
+		if len(args) >= 2 && !strings.HasPrefix(args[0].s, "-") {
+			if args[0].dynamic {
+				if c.strict() {
+					c.refuse(RuleDynamicCommand, joinWords(argv))
+				}
+				return
+			}
+			c.script(args[0].s, depth+1)
+		}
+	case name == "find":
+		for i := 0; i < len(args); i++ {
+			switch args[i].s {
+			case "-exec", "-execdir", "-ok", "-okdir":
+				j := i + 1
+				for j < len(args) && args[j].s != ";" && args[j].s != "+" {
+					j++
+				}
+				if j > i+1 {
+					c.command(args[i+1:j], cmdContext{}, depth+1)
+				}
+				i = j
+			}
+		}
+	case interpreters[name] != "" || name == "tclsh":
+		if programFromStdin(args, interpreters[name]) && (ctx.piped || ctx.redirIn) {
+			if ctx.fromFetch {
+				c.refuse(RuleFetchPipe, joinWords(argv))
+			} else if c.strict() {
+				c.refuse(RulePipeShell, joinWords(argv))
+			}
+		}
+	}
+}
+
+// shellScript finds what a shell runs: the -c string ("c"), a script file
+// ("file"), or stdin ("stdin").
+func shellScript(args []word) (word, string) {
+	cFlag := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a.dynamic {
+			if cFlag {
+				return a, "c"
+			}
+			return a, "file"
+		}
+		s := a.s
+		switch {
+		case s == "--" || s == "-":
+			if cFlag && i+1 < len(args) {
+				return args[i+1], "c"
+			}
+			if s == "-" || i+1 >= len(args) {
+				return word{}, "stdin"
+			}
+			return args[i+1], "file"
+		case s == "-o" || s == "+o" || s == "-O" || s == "+O" || s == "--rcfile" || s == "--init-file":
+			i++
+		case strings.HasPrefix(s, "--"):
+		case len(s) > 1 && (s[0] == '-' || s[0] == '+'):
+			if strings.ContainsRune(s[1:], 'c') && s[0] == '-' {
+				cFlag = true
+			}
+			if strings.ContainsRune(s[1:], 's') && s[0] == '-' && !cFlag {
+				return word{}, "stdin"
+			}
+		default:
+			if cFlag {
+				return a, "c"
+			}
+			return a, "file"
+		}
+	}
+	if cFlag {
+		return word{}, "none"
+	}
+	return word{}, "stdin"
+}
+
+// programFromStdin reports whether an interpreter reads its program from stdin.
+func programFromStdin(args []word, optsWithProgram string) bool {
+	for i := 0; i < len(args); i++ {
+		s := args[i].s
+		switch {
+		case args[i].dynamic:
+			return false
+		case s == "-":
+			return true
+		case s == "--":
+			return i+1 >= len(args) || args[i+1].s == "-"
+		case strings.HasPrefix(s, "--"):
+		case len(s) > 1 && s[0] == '-':
+			if strings.ContainsAny(s[1:2], optsWithProgram) {
+				return false // -c CODE, -e CODE, -m MODULE: the program is given
+			}
+		default:
+			return false // a script file
+		}
+	}
+	return true
+}
+
+// stdinScript judges a shell that reads its script from stdin.
+func (c *checker) stdinScript(argv []word, ctx cmdContext, depth int) {
+	switch {
+	case ctx.fromFetch:
+		c.refuse(RuleFetchPipe, joinWords(argv))
+		return
+	case !ctx.piped && !ctx.redirIn:
+		return // an interactive shell with the sandbox's closed stdin: nothing runs
+	case c.strict():
+		c.refuse(RulePipeShell, joinWords(argv))
+		return
+	}
+	switch {
+	case ctx.hereDoc != nil:
+		c.script(*ctx.hereDoc, depth+1)
+	case ctx.stdinKnow:
+		c.script(strings.Join(ctx.stdin, " "), depth+1)
+	}
+}
+
+// procSubst judges `sh <(curl ...)` and `source <(curl ...)`.
+func (c *checker) procSubst(argv []word, arg word) {
+	if !arg.dynamic {
+		return
+	}
+	if strings.HasPrefix(arg.s, "<(") || strings.HasPrefix(arg.s, "$(") || strings.HasPrefix(arg.s, "`") {
+		if strings.Contains(arg.s, "curl") || strings.Contains(arg.s, "wget") {
+			c.refuse(RuleFetchPipe, joinWords(argv))
+			return
+		}
+		if c.strict() {
+			c.refuse(RulePipeShell, joinWords(argv))
+		}
+	}
+}
+
+// allowed reports whether an operator allow pattern matches the command.
+func (c *checker) allowed(match string) bool {
+	for _, re := range c.p.allowPatterns {
+		if re.MatchString(match) {
+			return true
+		}
+	}
+	return false
+}
+
+// denyPatterns applies the operator's deny patterns to text.
+func (c *checker) denyPatterns(text string) {
+	for _, re := range c.p.denyPatterns {
+		if re.MatchString(text) {
+			c.refuse(RuleDenyPattern, text)
+			return
+		}
+	}
+}
+
+// operatorDeny applies the operator's deny programs and patterns.
+func (c *checker) operatorDeny(name, match string, args []word) {
+	if res, ok := c.p.denyPrograms[name]; ok {
+		joined := joinWords(args)
+		for _, re := range res {
+			if re == nil || re.MatchString(joined) {
+				c.refuse(RuleDenyProgram, match)
+				return
+			}
+		}
+	}
+	c.denyPatterns(match)
+}
+
+// harmlessBuiltins run no program; allowlist mode never needs to name them.
+var harmlessBuiltins = map[string]bool{
+	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "echo": true,
+	"printf": true, "exit": true, "return": true, "export": true, "set": true, "unset": true, "shift": true,
+	"read": true, "local": true, "declare": true, "wait": true,
+}
+
+// allowlisted applies allowlist mode.
+func (c *checker) allowlisted(name string, argv []word, match string) {
+	if c.p.allowlist == nil || harmlessBuiltins[name] {
+		return
+	}
+	if shells[name] {
+		if _, mode := shellScript(argv[1:]); mode == "c" {
+			return // its script was judged command by command
+		}
+	}
+	prefixes, ok := c.p.allowlist[name]
+	if !ok {
+		c.refuse(RuleNotAllowed, match)
+		return
+	}
+	for _, prefix := range prefixes {
+		if prefix == nil || hasWordPrefix(argv[1:], prefix) {
+			return
+		}
+	}
+	c.refuse(RuleNotAllowed, match)
+}
+
+func hasWordPrefix(args []word, prefix []string) bool {
+	if len(args) < len(prefix) {
+		return false
+	}
+	for i, p := range prefix {
+		if args[i].dynamic || args[i].s != p {
+			return false
+		}
+	}
+	return true
+}

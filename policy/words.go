@@ -1,0 +1,427 @@
+package policy
+
+import (
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// word is one argument of a simple command after static expansion.
+type word struct {
+	s       string // the value; for a dynamic word, its source text
+	dynamic bool   // only known when the command runs
+	glob    bool   // contains unquoted glob characters
+}
+
+func (w word) String() string { return w.s }
+
+// Limits that keep a hostile input from making the check slow.
+const (
+	maxCandidates = 8   // values followed per variable
+	maxWordAlts   = 16  // alternative expansions of one word
+	maxArgvAlts   = 16  // alternative argvs of one simple command
+	maxBraceWords = 256 // words one brace expansion may produce
+	maxDepth      = 16  // nested sh -c / eval / trap levels
+	maxSteps      = 200_000
+)
+
+// vars holds what the script assigns: the literal values each variable may take.
+type vars map[string]*varInfo
+
+type varInfo struct {
+	values  []string
+	unknown bool // assigned something only known at run time
+}
+
+func (v vars) add(name, value string) {
+	info := v.info(name)
+	if info.unknown {
+		return
+	}
+	for _, have := range info.values {
+		if have == value {
+			return
+		}
+	}
+	if len(info.values) >= maxCandidates {
+		info.unknown = true
+		return
+	}
+	info.values = append(info.values, value)
+}
+
+func (v vars) setUnknown(name string) { v.info(name).unknown = true }
+
+func (v vars) info(name string) *varInfo {
+	info := v[name]
+	if info == nil {
+		info = &varInfo{}
+		v[name] = info
+	}
+	return info
+}
+
+// lookup returns the values name may have, or ok=false when they are not all known.
+func (v vars) lookup(name string) ([]string, bool) {
+	info := v[name]
+	if info == nil || info.unknown || len(info.values) == 0 {
+		return nil, false
+	}
+	return info.values, true
+}
+
+// ifs returns the field separators in effect: the first known value of IFS, or the
+// shell's default.
+func (v vars) ifs() string {
+	if vals, ok := v.lookup("IFS"); ok {
+		return vals[0]
+	}
+	return " \t\n"
+}
+
+// segment is part of a word's value, and whether word splitting applies to it.
+type segment struct {
+	s       string
+	split   bool // an unquoted expansion: split on IFS
+	dynamic bool
+	glob    bool
+}
+
+// expandWord returns the alternative field lists a word may expand to. A word with
+// braces expands to several words first.
+func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
+	if !syntax.SplitBraces(w) {
+		return c.expandOne(src, w)
+	}
+	if braceCount(w) > maxBraceWords {
+		return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
+	}
+	var fields []word
+	for _, bw := range expand.Braces(w) {
+		alts := c.expandOne(src, bw)
+		fields = append(fields, alts[0]...) // braces and variables together: the first reading
+	}
+	return [][]word{fields}
+}
+
+// braceCount is how many words a brace expansion would make, without making them.
+func braceCount(w *syntax.Word) int {
+	n := 1
+	for _, part := range w.Parts {
+		be, ok := part.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		k := 0
+		if be.Sequence {
+			k = maxBraceWords + 1
+			if len(be.Elems) >= 2 {
+				a, err1 := strconv.Atoi(be.Elems[0].Lit())
+				b, err2 := strconv.Atoi(be.Elems[1].Lit())
+				if err1 == nil && err2 == nil {
+					k = max(a-b, b-a) + 1
+				} else if len(be.Elems[0].Lit()) == 1 && len(be.Elems[1].Lit()) == 1 {
+					k = 26
+				}
+			}
+		} else {
+			for _, e := range be.Elems {
+				k += braceCount(e)
+			}
+		}
+		n *= max(k, 1)
+		if n > maxBraceWords {
+			return n
+		}
+	}
+	return n
+}
+
+// expandOne expands a word without braces into alternative field lists.
+func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
+	c.step()
+	alts := [][]segment{nil}
+	for _, part := range w.Parts {
+		choices := c.partSegments(src, part, false)
+		if len(alts)*len(choices) > maxWordAlts {
+			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
+		}
+		next := make([][]segment, 0, len(alts)*len(choices))
+		for _, a := range alts {
+			for _, ch := range choices {
+				next = append(next, append(append([]segment(nil), a...), ch...))
+			}
+		}
+		alts = next
+	}
+	out := make([][]word, 0, len(alts))
+	ifs := c.vars.ifs()
+	for _, segs := range alts {
+		out = append(out, splitFields(segs, ifs, sourceOf(src, w)))
+	}
+	return out
+}
+
+// splitFields joins segments into fields, splitting the unquoted expansions on ifs.
+func splitFields(segs []segment, ifs, source string) []word {
+	var fields []word
+	var cur word
+	started := false // a quoted empty string is still a field
+	flush := func() {
+		if started {
+			fields = append(fields, cur)
+		}
+		cur, started = word{}, false
+	}
+	for _, sg := range segs {
+		if sg.dynamic {
+			return []word{{s: source, dynamic: true}}
+		}
+		if !sg.split {
+			cur.s += sg.s
+			cur.glob = cur.glob || sg.glob
+			started = true
+			continue
+		}
+		for _, r := range sg.s {
+			if strings.ContainsRune(ifs, r) {
+				flush()
+				continue
+			}
+			cur.s += string(r)
+			started = true
+		}
+	}
+	flush()
+	return fields
+}
+
+// partSegments returns the alternative values of one part of a word; each
+// alternative is a list of segments.
+func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) [][]segment {
+	switch p := part.(type) {
+	case *syntax.Lit:
+		s, glob := unescapeLit(p.Value, quoted)
+		return [][]segment{{{s: s, glob: glob}}}
+	case *syntax.SglQuoted:
+		if p.Dollar {
+			return [][]segment{{{s: ansiC(p.Value)}}}
+		}
+		return [][]segment{{{s: p.Value}}}
+	case *syntax.DblQuoted:
+		alts := [][]segment{nil}
+		for _, inner := range p.Parts {
+			choices := c.partSegments(src, inner, true)
+			if len(alts)*len(choices) > maxWordAlts {
+				return [][]segment{{{s: sourceOf(src, p), dynamic: true}}}
+			}
+			var next [][]segment
+			for _, a := range alts {
+				for _, ch := range choices {
+					next = append(next, append(append([]segment(nil), a...), ch...))
+				}
+			}
+			alts = next
+		}
+		// A quoted part is one piece of text: join, never split.
+		out := make([][]segment, 0, len(alts))
+		for _, a := range alts {
+			var b strings.Builder
+			dyn := false
+			for _, sg := range a {
+				b.WriteString(sg.s)
+				dyn = dyn || sg.dynamic
+			}
+			if dyn {
+				out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
+				continue
+			}
+			out = append(out, []segment{{s: b.String()}})
+		}
+		return out
+	case *syntax.ParamExp:
+		if vals, ok := c.paramValues(p); ok {
+			out := make([][]segment, 0, len(vals))
+			for _, v := range vals {
+				out = append(out, []segment{{s: v, split: !quoted}})
+			}
+			return out
+		}
+	}
+	// Command and arithmetic substitution, process substitution, extended globs,
+	// unknown parameters: only known when the command runs.
+	return [][]segment{{{s: sourceOf(src, part), dynamic: true}}}
+}
+
+// paramValues resolves $name, ${name} and ${name:-default} from the script's own
+// literal assignments.
+func (c *checker) paramValues(p *syntax.ParamExp) ([]string, bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil || p.Slice != nil ||
+		p.Repl != nil || p.Names != 0 || p.NestedParam != nil || len(p.Modifiers) > 0 {
+		return nil, false
+	}
+	vals, ok := c.vars.lookup(p.Param.Value)
+	if p.Exp == nil {
+		return vals, ok
+	}
+	switch p.Exp.Op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull:
+		def, dok := c.staticString(p.Exp.Word)
+		if !dok {
+			return nil, false
+		}
+		if !ok {
+			return []string{def}, true // unset in this script: the default is used
+		}
+		return append(vals[:len(vals):len(vals)], def), true
+	}
+	return nil, false
+}
+
+// staticString evaluates a word that must be one static string (no splitting).
+func (c *checker) staticString(w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", true
+	}
+	var b strings.Builder
+	for _, part := range w.Parts {
+		alts := c.partSegments("", part, true)
+		if len(alts) != 1 {
+			return "", false
+		}
+		for _, sg := range alts[0] {
+			if sg.dynamic {
+				return "", false
+			}
+			b.WriteString(sg.s)
+		}
+	}
+	return b.String(), true
+}
+
+// unescapeLit removes the backslashes of an unquoted (or double-quoted) literal and
+// reports whether it has unquoted glob characters.
+func unescapeLit(s string, quoted bool) (string, bool) {
+	if !strings.ContainsAny(s, `\*?[`) {
+		return s, false
+	}
+	var b strings.Builder
+	glob := false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch == '\\' && i+1 < len(s) {
+			next := s[i+1]
+			switch {
+			case next == '\n':
+				i++ // line continuation
+				continue
+			case !quoted || strings.IndexByte("$`\"\\", next) >= 0:
+				b.WriteByte(next)
+				i++
+				continue
+			}
+		}
+		if !quoted && (ch == '*' || ch == '?' || ch == '[') {
+			glob = true
+		}
+		b.WriteByte(ch)
+	}
+	return b.String(), glob
+}
+
+// ansiC decodes the escapes of a $'...' string.
+func ansiC(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch ch := s[i]; ch {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'v':
+			b.WriteByte('\v')
+		case 'x':
+			n, k := hexDigits(s[i+1:], 2)
+			if k == 0 {
+				b.WriteString(`\x`)
+				continue
+			}
+			b.WriteByte(byte(n))
+			i += k
+		case 'u', 'U':
+			width := 4
+			if ch == 'U' {
+				width = 8
+			}
+			n, k := hexDigits(s[i+1:], width)
+			if k == 0 {
+				b.WriteByte('\\')
+				b.WriteByte(ch)
+				continue
+			}
+			b.WriteRune(rune(n))
+			i += k
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			n, k := 0, 0
+			for k < 3 && i+k < len(s) && s[i+k] >= '0' && s[i+k] <= '7' {
+				n = n*8 + int(s[i+k]-'0')
+				k++
+			}
+			b.WriteByte(byte(n))
+			i += k - 1
+		default:
+			b.WriteByte(ch) // \\ \' \" \? and unknown escapes
+		}
+	}
+	return b.String()
+}
+
+func hexDigits(s string, maxLen int) (int, int) {
+	n, k := 0, 0
+	for k < maxLen && k < len(s) {
+		d, err := strconv.ParseUint(s[k:k+1], 16, 8)
+		if err != nil {
+			break
+		}
+		n = n*16 + int(d)
+		k++
+	}
+	return n, k
+}
+
+// sourceOf is the source text of a node, for dynamic words and messages.
+func sourceOf(src string, n syntax.Node) string {
+	if src == "" || n == nil {
+		return "<dynamic>"
+	}
+	start, end := int(n.Pos().Offset()), int(n.End().Offset())
+	if start < 0 || end > len(src) || start > end {
+		return "<dynamic>"
+	}
+	return src[start:end]
+}
