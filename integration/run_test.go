@@ -415,3 +415,16 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyRefusalCreatesNothing(t *testing.T) {
+	t.Parallel()
+	res, err := ex.Run(t.Context(), executor.Spec{Command: `echo ok; x=rm; $x -rf /`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertState(t, res, executor.StateBlocked, 126)
+	if !res.Blocked || res.BlockRule != "rm-root" || !strings.Contains(res.BlockReason, "rm -rf /") || res.ContainerID != "" || res.Stdout != "" {
+		t.Errorf("blocked %v rule %q reason %q container %q stdout %q", res.Blocked, res.BlockRule, res.BlockReason, res.ContainerID, res.Stdout)
+	}
+	assertGone(t, res)
+}

@@ -229,6 +229,7 @@ type cmdContext struct {
 	stdinKnow bool     // stdin is that literal text
 	fromFetch bool     // a pipeline stage before it downloads (curl, wget)
 	piped     bool     // it is a later stage of a pipeline
+	pipeline  string   // the pipeline's source text, to show in a refusal
 	hereDoc   *string  // a static here-document or here-string fed to it
 	redirIn   bool     // stdin comes from a here-document or here-string
 }
@@ -278,7 +279,7 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.Cal
 		}
 		ctx := ctxs[call]
 		if i > 0 {
-			ctx.piped, ctx.fromFetch = true, fetched
+			ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
 			if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
 				ctx.stdin, ctx.stdinKnow = c.literalOutput(src, prev)
 			}

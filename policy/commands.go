@@ -335,10 +335,14 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		}
 	case interpreters[name] != "" || name == "tclsh":
 		if programFromStdin(args, interpreters[name]) && (ctx.piped || ctx.redirIn) {
+			match := joinWords(argv)
+			if ctx.pipeline != "" {
+				match = ctx.pipeline
+			}
 			if ctx.fromFetch {
-				c.refuse(RuleFetchPipe, joinWords(argv))
+				c.refuse(RuleFetchPipe, match)
 			} else if c.strict() {
-				c.refuse(RulePipeShell, joinWords(argv))
+				c.refuse(RulePipeShell, match)
 			}
 		}
 	}
@@ -414,14 +418,18 @@ func programFromStdin(args []word, optsWithProgram string) bool {
 
 // stdinScript judges a shell that reads its script from stdin.
 func (c *checker) stdinScript(argv []word, ctx cmdContext, depth int) {
+	match := joinWords(argv)
+	if ctx.pipeline != "" {
+		match = ctx.pipeline
+	}
 	switch {
 	case ctx.fromFetch:
-		c.refuse(RuleFetchPipe, joinWords(argv))
+		c.refuse(RuleFetchPipe, match)
 		return
 	case !ctx.piped && !ctx.redirIn:
 		return // an interactive shell with the sandbox's closed stdin: nothing runs
 	case c.strict():
-		c.refuse(RulePipeShell, joinWords(argv))
+		c.refuse(RulePipeShell, match)
 		return
 	}
 	switch {

@@ -22,6 +22,7 @@ const usage = `airlock runs commands in throw-away, locked-down containers.
 
 Usage:
   airlock run [flags] -- CMD [ARGS...]   run one command and exit with its code
+  airlock check [flags] -- 'CMD'         judge a command with the policy; runs nothing
   airlock images build [NAME...]         build the sandbox images (offline)
   airlock images ls                      list the sandbox images in the engine
   airlock version                        print the client and engine versions
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		code, err = runCmd(ctx, args[1:], stdout, stderr)
+	case "check":
+		return checkCmd(args[1:], stdout, stderr)
 	case "images":
 		err = imagesCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

@@ -13,17 +13,20 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
 	units "github.com/docker/go-units"
 )
 
 // runCmd is `airlock run [flags] -- CMD [ARGS...]`: one argument after the flags is
 // a shell command, more are an argv executed without a shell.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	spec, asJSON, err := parseRunFlags(args, stderr)
+	spec, asJSON, pol, err := parseRunFlags(args, stderr)
 	if err != nil {
 		return 0, err
 	}
-	ex, err := executor.New()
+	cfg := executor.DefaultConfig()
+	cfg.Policy = pol
+	ex, err := executor.New(executor.WithConfig(cfg))
 	if err != nil {
 		return 0, err
 	}
@@ -59,6 +62,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 // the run ended the way it did.
 func explain(w io.Writer, r executor.Result) {
 	switch {
+	case r.Blocked:
+		fmt.Fprintf(w, "airlock: blocked by policy [%s]: %s (nothing ran)\n", r.BlockRule, r.BlockReason)
 	case r.TimedOut:
 		fmt.Fprintf(w, "airlock: timed out after %s (exit %d)\n", time.Duration(r.DurationMS)*time.Millisecond, r.ExitCode)
 	case r.OOMKilled:
@@ -73,12 +78,11 @@ func explain(w io.Writer, r executor.Result) {
 
 // parseRunFlags turns the command line into a Spec. Sizes take docker's units
 // (512m, 1g), the timeout a duration (30s) or plain seconds (30).
-func parseRunFlags(args []string, stderr io.Writer) (executor.Spec, bool, error) {
+func parseRunFlags(args []string, stderr io.Writer) (spec executor.Spec, asJSON bool, pol *policy.Policy, err error) {
 	var (
-		spec                         executor.Spec
 		memory, tmpfsSize, maxOutput string
 		timeout, stdinFile           string
-		asJSON                       bool
+		policyFile, policyMode       string
 		env, labels                  = kvFlag{}, kvFlag{}
 	)
 	fs := flag.NewFlagSet("airlock run", flag.ContinueOnError)
@@ -103,25 +107,25 @@ func parseRunFlags(args []string, stderr io.Writer) (executor.Spec, bool, error)
 	fs.IntVar(&spec.TailLines, "tail-lines", 0, "lines in the result's stdout_tail/stderr_tail (default 100)")
 	fs.Var(&labels, "label", "label K=V echoed in the result (repeatable)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	fs.StringVar(&policyFile, "policy", "", "policy file (JSON), as for airlock check")
+	fs.StringVar(&policyMode, "policy-mode", "", "policy mode: off, standard or strict (default standard)")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return spec, false, errReported
-		}
-		return spec, false, errReported
+		return spec, false, nil, errReported
 	}
-
-	var err error
+	if pol, err = loadPolicy(policyFile, policyMode); err != nil {
+		return spec, false, nil, err
+	}
 	if spec.Memory, err = parseBytes("memory", memory); err != nil {
-		return spec, false, err
+		return spec, false, nil, err
 	}
 	if spec.TmpfsSize, err = parseBytes("tmpfs-size", tmpfsSize); err != nil {
-		return spec, false, err
+		return spec, false, nil, err
 	}
 	if spec.MaxOutput, err = parseBytes("max-output", maxOutput); err != nil {
-		return spec, false, err
+		return spec, false, nil, err
 	}
 	if spec.Timeout, err = parseSeconds("timeout", timeout); err != nil {
-		return spec, false, err
+		return spec, false, nil, err
 	}
 	if len(env) > 0 {
 		spec.Env = env
@@ -134,27 +138,27 @@ func parseRunFlags(args []string, stderr io.Writer) (executor.Spec, bool, error)
 	case "-":
 		b, err := io.ReadAll(os.Stdin)
 		if err != nil {
-			return spec, false, fmt.Errorf("--stdin-file: %w", err)
+			return spec, false, nil, fmt.Errorf("--stdin-file: %w", err)
 		}
 		s := string(b)
 		spec.Stdin = &s
 	default:
 		b, err := os.ReadFile(stdinFile)
 		if err != nil {
-			return spec, false, fmt.Errorf("--stdin-file: %w", err)
+			return spec, false, nil, fmt.Errorf("--stdin-file: %w", err)
 		}
 		s := string(b)
 		spec.Stdin = &s
 	}
 	switch rest := fs.Args(); len(rest) {
 	case 0:
-		return spec, false, fmt.Errorf("no command: airlock run [flags] -- CMD [ARGS...]")
+		return spec, false, nil, fmt.Errorf("no command: airlock run [flags] -- CMD [ARGS...]")
 	case 1:
 		spec.Command = rest[0]
 	default:
 		spec.Argv = rest
 	}
-	return spec, asJSON, nil
+	return spec, asJSON, pol, nil
 }
 
 // parseBytes reads a size in docker's units; "" means the default (0).
