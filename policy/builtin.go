@@ -28,7 +28,13 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 		}
 	case name == "find":
 		var starts []word
-		for _, a := range args {
+		for i, a := range args {
+			if (a.s == "-H" || a.s == "-L" || a.s == "-P" || strings.HasPrefix(a.s, "-O")) && len(starts) == 0 {
+				continue // options before the start paths
+			}
+			if a.s == "-D" && len(starts) == 0 && i+1 < len(args) {
+				continue
+			}
 			if strings.HasPrefix(a.s, "-") || a.s == "(" || a.s == "!" {
 				break
 			}

@@ -39,6 +39,8 @@ var bypassQuoting = []tcase{
 	{cmd: `re'bo'ot`, want: "power"},
 	{cmd: `m"kfs".ext4 /dev/sda1`, want: "mkfs"},
 	{cmd: `"setenforce" "0"`, want: "selinux-disable"},
+	{cmd: `$"rm" -rf /`, want: "rm-root", note: "locale string $\"...\""},
+	{cmd: `rm -rf $'/'`, want: "rm-root"},
 }
 
 var bypassEscapes = []tcase{
@@ -103,6 +105,11 @@ var bypassXargs = []tcase{
 	{cmd: `ls | xargs -I{} rm -rf {}`, mode: ModeStrict, want: "dynamic-command"},
 	{cmd: `ls | xargs rm -r`, mode: ModeStrict, want: "dynamic-command"},
 	{cmd: `ls | xargs echo`, mode: ModeStrict, want: allow},
+	{cmd: `echo / | xargs -I % rm -rf %`, want: "rm-root"},
+	{cmd: `echo "/" | xargs rm -rf`, want: "rm-root"},
+	{cmd: `echo /etc /tmp | xargs rm -rf`, want: "rm-root"},
+	{cmd: `echo / | sudo xargs rm -rf`, want: "privilege-escalation"},
+	{cmd: `echo /tmp | xargs rm -rf`, want: allow},
 }
 
 var bypassEnv = []tcase{
@@ -116,6 +123,11 @@ var bypassEnv = []tcase{
 	{cmd: `env -S 'rm -rf /'`, want: "rm-root"},
 	{cmd: `/usr/bin/env rm -rf /`, want: "rm-root"},
 	{cmd: `env env env rm -rf /`, want: "rm-root"},
+	{cmd: `env -- rm -rf /`, want: "rm-root"},
+	{cmd: `env --unset=X rm -rf /`, want: "rm-root"},
+	{cmd: `env -S"rm -rf /"`, want: "rm-root"},
+	{cmd: `env --split-string='rm -rf /'`, want: "rm-root"},
+	{cmd: `busybox env rm -rf /`, want: "rm-root"},
 	{cmd: `FOO=1 rm -rf /`, want: "rm-root", note: "assignment prefix"},
 	{cmd: `A=1 B=2 sudo id`, want: "privilege-escalation"},
 }
@@ -150,6 +162,26 @@ var bypassWrappers = []tcase{
 	{cmd: `taskset 0x1 rm -rf /`, want: "rm-root"},
 	{cmd: `nice nohup timeout 5 env FOO=1 rm -rf /`, want: "rm-root", match: "rm -rf /"},
 	{cmd: `exec nice -n 5 stdbuf -oL setsid sudo id`, want: "privilege-escalation"},
+	{cmd: `exec -a name rm -rf /`, want: "rm-root"},
+	{cmd: `exec -- rm -rf /`, want: "rm-root"},
+	{cmd: `command -p rm -rf /`, want: "rm-root"},
+	{cmd: `command -- rm -rf /`, want: "rm-root"},
+	{cmd: `nice --adjustment=5 rm -rf /`, want: "rm-root"},
+	{cmd: `nice -n -5 rm -rf /`, want: "rm-root"},
+	{cmd: `nohup -- rm -rf /`, want: "rm-root"},
+	{cmd: `timeout --kill-after=1 5 rm -rf /`, want: "rm-root"},
+	{cmd: `stdbuf --output=L rm -rf /`, want: "rm-root"},
+	{cmd: `ionice -c3 rm -rf /`, want: "rm-root"},
+	{cmd: `chrt -f 10 rm -rf /`, want: "rm-root"},
+	{cmd: `taskset -c 0 rm -rf /`, want: "rm-root"},
+	{cmd: `/usr/bin/time -v rm -rf /`, want: "rm-root"},
+	{cmd: `xargs -- rm -rf /`, want: "rm-root"},
+	// wrappers beyond the contract's list
+	{cmd: `flock /tmp/l rm -rf /`, want: "rm-root", note: "beyond the contract's wrapper list"},
+	{cmd: `unbuffer rm -rf /`, want: "rm-root", note: "beyond the contract's wrapper list"},
+	{cmd: `watch -n 1 rm -rf /`, want: "rm-root", note: "beyond the contract's wrapper list"},
+	{cmd: `script -qc 'rm -rf /' /dev/null`, want: "rm-root", note: "ambiguous: script -c runs a shell string, beyond the contract's list; safer reading"},
+	{cmd: `parallel rm -rf ::: /`, want: "rm-root", note: "ambiguous: GNU parallel runs its command, beyond the contract's list; safer reading"},
 	{cmd: `doas rm -rf /tmp/x`, want: "privilege-escalation", note: "doas is denied itself"},
 	{cmd: `command -v rm`, want: allow},
 	{cmd: `command -V sudo`, want: allow},
@@ -176,6 +208,12 @@ var bypassNestedShells = []tcase{
 	{cmd: `env sh -c 'rm -rf /'`, want: "rm-root"},
 	{cmd: `timeout 5 bash -c 'reboot'`, want: "power"},
 	{cmd: `exec sh -c 'rm -rf /'`, want: "rm-root"},
+	{cmd: `sh -c -- 'rm -rf /'`, want: "rm-root"},
+	{cmd: `bash -c 'rm -rf /' name arg`, want: "rm-root"},
+	{cmd: `bash --norc -c 'rm -rf /'`, want: "rm-root"},
+	{cmd: `bash -lc 'rm -rf /'`, want: "rm-root"},
+	{cmd: `sh -ec 'rm -rf /'`, want: "rm-root"},
+	{cmd: `bash -o pipefail -c 'rm -rf /'`, want: "rm-root"},
 	{cmd: nestSh(3, "rm -rf /"), want: "rm-root"},
 	{cmd: nestSh(4, "sudo id"), want: "privilege-escalation"},
 	{cmd: nestSh(5, "rm -rf /"), want: "rm-root"},
@@ -195,6 +233,8 @@ var bypassEval = []tcase{
 	{cmd: `c="rm -rf /"; eval $c`, want: "rm-root"},
 	{cmd: `c="rm -rf /"; eval "$c"`, want: "rm-root"},
 	{cmd: `command eval 'rm -rf /'`, want: "rm-root"},
+	{cmd: `eval -- 'rm -rf /'`, want: "rm-root", note: "bash's eval accepts -- and runs the rest"},
+	{cmd: `eval -- "sudo id"`, want: "privilege-escalation", note: "bash's eval accepts -- and runs the rest"},
 	{cmd: strings.Repeat("eval ", 8) + "rm -rf /", want: "rm-root", note: "8 evals deep: within the limit"},
 	{cmd: strings.Repeat("eval ", 40) + "rm -rf /", want: "too-complex", alt: []string{"rm-root"}, note: "40 evals: deeper than 16"},
 	{cmd: strings.Repeat("eval ", 40) + "echo hi", want: "too-complex", note: "deeper than 16 is too-complex even when harmless"},
@@ -206,6 +246,7 @@ var bypassTrap = []tcase{
 	{cmd: `trap 'rm -rf /' EXIT`, want: "rm-root", match: "rm -rf /"},
 	{cmd: `trap "sudo reboot" INT`, want: "privilege-escalation", match: "sudo reboot"},
 	{cmd: `trap -- 'reboot' TERM`, want: "power"},
+	{cmd: `trap -- 'rm -rf /' EXIT INT`, want: "rm-root", note: "bash's trap accepts -- before the action"},
 	{cmd: `trap 'r''m -rf /' EXIT; exit`, want: "rm-root"},
 	{cmd: `trap 'echo bye' EXIT`, want: allow},
 	{cmd: `trap 'rm -f /tmp/lock' EXIT`, want: allow},
@@ -226,6 +267,8 @@ var bypassBraces = []tcase{
 	{cmd: `{rm,-rf,/etc}`, want: "rm-root"},
 	{cmd: `{reboot,now}`, want: "power"},
 	{cmd: `rm -rf /{etc,usr}`, want: "rm-root", note: "ambiguous: brace expansion in a target; safer reading"},
+	{cmd: `r{m,} -rf /`, want: "rm-root", note: "expands to rm r -rf /"},
+	{cmd: `rm -rf {/,/tmp}`, want: "rm-root"},
 	{cmd: `echo {a,b,c}`, want: allow},
 }
 
@@ -248,6 +291,16 @@ var bypassVariables = []tcase{
 	{cmd: `${x:-rm} -rf /`, want: "rm-root", note: "ambiguous: default value of an unset variable; safer reading"},
 	{cmd: `a=(rm -rf /); "${a[@]}"`, want: "rm-root", note: "ambiguous: literal array; safer reading"},
 	{cmd: `x=reboot; sh -c "$x"`, want: "power", note: "literal value followed into sh -c"},
+	{cmd: `x=r; $x''m -rf /`, want: "rm-root"},
+	{cmd: `x=-rf; rm $x /`, want: "rm-root"},
+	{cmd: `x='-rf /'; rm $x`, want: "rm-root"},
+	{cmd: `x=/; rm -rf "$x"*`, want: "rm-root"},
+	{cmd: `readonly x=rm; $x -rf /`, want: "rm-root"},
+	{cmd: `typeset x=rm; $x -rf /`, want: "rm-root"},
+	{cmd: `case x in x) c=rm;; esac; $c -rf /`, want: "rm-root"},
+	{cmd: `x=r; x+=m; $x -rf /`, want: "rm-root", note: "ambiguous: append assignment of literals; safer reading"},
+	{cmd: `set -- rm -rf /; "$@"`, want: "rm-root", note: "ambiguous: positional parameters set to literals; safer reading"},
+	{cmd: `f(){ "$@"; }; f rm -rf /`, want: "rm-root", note: "ambiguous: function runs its literal arguments; safer reading"},
 	{cmd: `x=ls; $x -la`, want: allow},
 	{cmd: `x=ls; $x -la`, mode: ModeStrict, want: allow, note: "literal: not dynamic"},
 }
@@ -258,23 +311,31 @@ var bypassForLoops = []tcase{
 	{cmd: `for x in sudo; do $x id; done`, want: "privilege-escalation"},
 	{cmd: `for d in / /tmp; do rm -rf $d; done`, want: "rm-root"},
 	{cmd: `for d in /tmp /etc; do rm -rf "$d"; done`, want: "rm-root"},
+	{cmd: `for x in "rm -rf /"; do $x; done`, want: "rm-root"},
 	{cmd: "for p in reboot\ndo\n  $p\ndone", want: "power"},
 	{cmd: `for d in /tmp/a /tmp/b; do rm -rf "$d"; done`, want: allow},
 	{cmd: `for f in *.go; do gofmt -l "$f"; done`, want: allow},
 }
 
 var bypassHereStringsAndDocs = []tcase{
-	{cmd: `bash <<< "rm -rf /"`, want: allow, note: "standard: a here-string is data; only strict refuses a shell reading stdin"},
-	{cmd: `bash <<< "rm -rf /"`, mode: ModeStrict, want: "pipe-to-interpreter"},
-	{cmd: `sh <<< 'rm -rf /'`, want: allow},
-	{cmd: `sh <<< 'rm -rf /'`, mode: ModeStrict, want: "pipe-to-interpreter"},
+	// Ambiguous: the contract says here-doc bodies are data and only strict refuses a
+	// shell reading stdin, but a literal script fed to a shell is decidable: the
+	// safer reading (and the implementation) judges it as the script it is.
+	{cmd: `bash <<< "rm -rf /"`, want: "rm-root", note: "ambiguous: here-string fed to a shell judged as its script (safer reading)"},
+	{cmd: `bash <<< "rm -rf /"`, mode: ModeStrict, want: "pipe-to-interpreter", alt: []string{"rm-root"}},
+	{cmd: `sh <<< 'rm -rf /'`, want: "rm-root", note: "ambiguous: safer reading"},
+	{cmd: `sh <<< 'rm -rf /'`, mode: ModeStrict, want: "pipe-to-interpreter", alt: []string{"rm-root"}},
+	{cmd: `bash <<< 'ls -la'`, want: allow, note: "harmless script on stdin: standard allows"},
 	{cmd: `python3 <<< 'print(1)'`, mode: ModeStrict, want: "pipe-to-interpreter"},
 	{cmd: `bash <<< "$(sudo id)"`, want: "privilege-escalation", note: "the substitution in the here-string is judged"},
 	{cmd: `bash <<< "$(curl -fsSL x)"`, mode: ModeStrict, want: "pipe-to-interpreter", alt: []string{"fetch-pipe-shell"}},
-	{cmd: "sh <<EOF\nrm -rf /\nEOF", want: allow, note: "standard: a here-doc body is data"},
-	{cmd: "sh <<EOF\nrm -rf /\nEOF", mode: ModeStrict, want: "pipe-to-interpreter"},
-	{cmd: "bash <<'EOF'\nsudo id\nEOF", want: allow},
-	{cmd: "bash <<'EOF'\nsudo id\nEOF", mode: ModeStrict, want: "pipe-to-interpreter"},
+	{cmd: "sh <<EOF\nrm -rf /\nEOF", want: "rm-root", note: "ambiguous: here-doc fed to a shell judged as its script (safer reading)"},
+	{cmd: "sh <<EOF\nrm -rf /\nEOF", mode: ModeStrict, want: "pipe-to-interpreter", alt: []string{"rm-root"}},
+	{cmd: "bash <<'EOF'\nsudo id\nEOF", want: "privilege-escalation", note: "ambiguous: safer reading"},
+	{cmd: "bash <<'EOF'\nsudo id\nEOF", mode: ModeStrict, want: "pipe-to-interpreter", alt: []string{"privilege-escalation"}},
+	{cmd: "bash <<'EOF'\necho hello\nEOF", want: allow},
+	{cmd: "echo 'sudo id' | sh", want: "privilege-escalation", note: "ambiguous: echoed literal script fed to a shell; safer reading"},
+	{cmd: "echo 'ls' | sh", want: allow},
 	{cmd: "python3 <<EOF\nprint(1)\nEOF", mode: ModeStrict, want: "pipe-to-interpreter"},
 	{cmd: "cat <<EOF\n$(rm -rf /)\nEOF", want: "rm-root", note: "$() in an unquoted here-doc is judged"},
 	{cmd: "cat <<EOF\n`sudo id`\nEOF", want: "privilege-escalation"},
@@ -284,6 +345,7 @@ var bypassHereStringsAndDocs = []tcase{
 	{cmd: "cat <<\"EOF\"\n$(sudo id)\nEOF", want: allow},
 	{cmd: "cat <<EOF\nrm -rf /\nEOF", want: allow},
 	{cmd: "cat <<EOF\nrm -rf /\nEOF", mode: ModeStrict, want: allow},
+	{cmd: `sh <(echo 'rm -rf /')`, want: "rm-root", note: "ambiguous: a literal script fed to sh through <( ); safer reading, as echo | sh"},
 }
 
 var bypassSubstitution = []tcase{
@@ -318,7 +380,6 @@ var bypassChains = []tcase{
 	{cmd: `! reboot`, want: "power"},
 	{cmd: `sudo id; rm -rf /`, want: "privilege-escalation", note: "first refusing command in source order"},
 	{cmd: `rm -rf /; sudo id`, want: "rm-root", note: "first refusing command in source order"},
-	{cmd: `echo a;;`, want: allow, alt: nil, mode: ModeOff},
 	{cmd: `ls; echo done`, want: allow},
 }
 

@@ -36,15 +36,16 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 // checker holds the state of one Check: the script's variables and functions, and
 // the first refusal. It stops at the first refusal.
 type checker struct {
-	p       *Policy
-	vars    vars
-	bombs   map[string]bool // functions that spawn copies of themselves
-	refusal *Decision
-	steps   int
+	p          *Policy
+	vars       vars
+	bombs      map[string]bool // functions that spawn copies of themselves
+	forwarders map[string]bool // functions that run their arguments as a command ("$@")
+	refusal    *Decision
+	steps      int
 }
 
 func (p *Policy) newChecker() *checker {
-	return &checker{p: p, vars: vars{}, bombs: map[string]bool{}}
+	return &checker{p: p, vars: vars{}, bombs: map[string]bool{}, forwarders: map[string]bool{}}
 }
 
 func (c *checker) decision() Decision {
@@ -104,6 +105,14 @@ func (c *checker) collect(src string, f *syntax.File) {
 			if n.Name == nil {
 				return true
 			}
+			if n.Array != nil && !n.Append && n.Index == nil {
+				c.collectArray(src, n)
+				return true
+			}
+			if n.Append && n.Array == nil && n.Index == nil {
+				c.appendVar(src, n)
+				return true
+			}
 			if n.Append || n.Array != nil || n.Index != nil {
 				c.vars.setUnknown(n.Name.Value)
 				return true
@@ -111,6 +120,9 @@ func (c *checker) collect(src string, f *syntax.File) {
 			alts := c.expandWordNoSplit(src, n.Value)
 			if alts == nil {
 				c.vars.setUnknown(n.Name.Value)
+				if n.Value != nil && c.fetchedText(sourceOf(src, n.Value)) {
+					c.vars.info(n.Name.Value).fetched = true
+				}
 			}
 			for _, v := range alts {
 				c.vars.add(n.Name.Value, v)
@@ -136,8 +148,25 @@ func (c *checker) collect(src string, f *syntax.File) {
 			if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
 				c.bombs[n.Name.Value] = true
 			}
+			if n.Name != nil && runsArgs(n.Body) {
+				c.forwarders[n.Name.Value] = true
+			}
 		case *syntax.CallExpr:
 			// read, mapfile, getopts and friends assign at run time.
+			if len(n.Args) > 1 && n.Args[0].Lit() == "set" && n.Args[1].Lit() == "--" {
+				// set -- a b c: the positional parameters, when all are static.
+				var elems []string
+				for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
+					for _, w := range alt {
+						if w.dynamic {
+							c.vars.setUnknown("@")
+							return true
+						}
+						elems = append(elems, w.s)
+					}
+				}
+				c.vars.setArray("@", elems)
+			}
 			if len(n.Args) > 0 {
 				switch n.Args[0].Lit() {
 				case "read", "mapfile", "readarray", "getopts", "printf":
@@ -153,6 +182,50 @@ func (c *checker) collect(src string, f *syntax.File) {
 	})
 }
 
+// appendVar follows x+=value: every value x may have, extended.
+func (c *checker) appendVar(src string, a *syntax.Assign) {
+	tails := c.expandWordNoSplit(src, a.Value)
+	info := c.vars.info(a.Name.Value)
+	if tails == nil || info.unknown || info.array != nil {
+		c.vars.setUnknown(a.Name.Value)
+		return
+	}
+	heads := info.values
+	if len(heads) == 0 {
+		heads = []string{""}
+	}
+	info.values = nil
+	for _, h := range heads {
+		for _, t := range tails {
+			c.vars.add(a.Name.Value, h+t)
+		}
+	}
+}
+
+// collectArray records a=(x y z) when every element is static.
+func (c *checker) collectArray(src string, a *syntax.Assign) {
+	var elems []string
+	for _, el := range a.Array.Elems {
+		if el.Index != nil || el.Value == nil {
+			c.vars.setUnknown(a.Name.Value)
+			return
+		}
+		alts := c.expandWord(src, el.Value)
+		if len(alts) != 1 {
+			c.vars.setUnknown(a.Name.Value)
+			return
+		}
+		for _, w := range alts[0] {
+			if w.dynamic {
+				c.vars.setUnknown(a.Name.Value)
+				return
+			}
+			elems = append(elems, w.s)
+		}
+	}
+	c.vars.setArray(a.Name.Value, elems)
+}
+
 // expandWordNoSplit returns the values an assignment's right side may take, or
 // nil when one is only known at run time.
 func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
@@ -165,13 +238,7 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 		if len(alts)*len(choices) > maxCandidates {
 			return nil
 		}
-		var next [][]segment
-		for _, a := range alts {
-			for _, ch := range choices {
-				next = append(next, append(append([]segment(nil), a...), ch...))
-			}
-		}
-		alts = next
+		alts = product(alts, choices)
 	}
 	out := make([]string, 0, len(alts))
 	for _, a := range alts {
@@ -223,6 +290,34 @@ func spawnsItself(name string, body *syntax.Stmt) bool {
 	return forked || calls >= 2
 }
 
+// runsArgs reports whether a function body runs its arguments as a command:
+// "$@", $@, "$*" or $1 in command position.
+func runsArgs(body *syntax.Stmt) bool {
+	found := false
+	syntax.Walk(body, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 || found {
+			return !found
+		}
+		parts := call.Args[0].Parts
+		if len(parts) == 1 {
+			if dq, ok := parts[0].(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
+				parts = dq.Parts
+			}
+		}
+		if len(parts) == 1 {
+			if pe, ok := parts[0].(*syntax.ParamExp); ok && pe.Param != nil && pe.Exp == nil && pe.Index == nil {
+				switch pe.Param.Value {
+				case "@", "*", "1":
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // cmdContext is what a simple command's surroundings tell about it.
 type cmdContext struct {
 	stdin     []string // literal text piped into it by echo/printf, split into words
@@ -237,6 +332,7 @@ type cmdContext struct {
 // walk judges every statement of a parsed script, in source order.
 func (c *checker) walk(src string, f *syntax.File, depth int) {
 	ctxs := map[*syntax.CallExpr]cmdContext{}
+	inner := map[*syntax.BinaryCmd]bool{} // pipes already seen as part of a longer pipeline
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if c.done() {
 			return false
@@ -244,8 +340,8 @@ func (c *checker) walk(src string, f *syntax.File, depth int) {
 		c.step()
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
-			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				c.pipeline(src, n, ctxs)
+			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !inner[n] {
+				c.pipeline(src, n, ctxs, inner)
 			}
 		case *syntax.Stmt:
 			c.redirects(src, n, ctxs)
@@ -257,11 +353,12 @@ func (c *checker) walk(src string, f *syntax.File, depth int) {
 }
 
 // pipeline records, for each stage, what flows into it.
-func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.CallExpr]cmdContext) {
+func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.CallExpr]cmdContext, inner map[*syntax.BinaryCmd]bool) {
 	var stages []*syntax.Stmt
 	var flatten func(s *syntax.Stmt)
 	flatten = func(s *syntax.Stmt) {
 		if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
+			inner[bc] = true
 			flatten(bc.X)
 			flatten(bc.Y)
 			return
@@ -272,21 +369,46 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.Cal
 	flatten(b.Y)
 	fetched := false
 	for i, st := range stages {
-		call, ok := st.Cmd.(*syntax.CallExpr)
-		if !ok {
-			fetched = fetched || c.fetches(src, st)
-			continue
-		}
-		ctx := ctxs[call]
 		if i > 0 {
-			ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
+			var stdin []string
+			stdinKnow := false
 			if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
-				ctx.stdin, ctx.stdinKnow = c.literalOutput(src, prev)
+				stdin, stdinKnow = c.literalOutput(src, prev)
+			}
+			// The stage's commands read the pipe: the stage itself, or the commands
+			// of a group or subshell it is ({ sh; }, (bash)).
+			for _, call := range readers(st) {
+				ctx := ctxs[call]
+				ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
+				ctx.stdin, ctx.stdinKnow = stdin, stdinKnow
+				ctxs[call] = ctx
 			}
 		}
-		ctxs[call] = ctx
 		fetched = fetched || c.fetches(src, st)
 	}
+}
+
+// readers returns the simple commands of a pipeline stage that read its stdin:
+// the stage's own command, or those of a group or subshell, not looking into
+// substitutions or nested pipelines.
+func readers(st *syntax.Stmt) []*syntax.CallExpr {
+	switch cmd := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		return []*syntax.CallExpr{cmd}
+	case *syntax.Block:
+		return readersOf(cmd.Stmts)
+	case *syntax.Subshell:
+		return readersOf(cmd.Stmts)
+	}
+	return nil
+}
+
+func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
+	var out []*syntax.CallExpr
+	for _, s := range stmts {
+		out = append(out, readers(s)...)
+	}
+	return out
 }
 
 // literalOutput returns what echo or printf with static arguments writes, split
@@ -358,13 +480,24 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			ctxs[call] = ctx
 			continue
 		case syntax.DplOut, syntax.DplIn:
-			continue // >&2, <&0: file descriptors, not paths
+			if fd := r.Word.Lit(); fd == "-" || isDigits(strings.TrimSuffix(fd, "-")) {
+				continue // >&2, <&0, >&-: file descriptors, not paths
+			}
 		}
 		if r.Word == nil {
 			continue
 		}
 		target, ok := c.staticString(r.Word)
 		if !ok {
+			if r.Op == syntax.RdrIn {
+				if call, isCall := st.Cmd.(*syntax.CallExpr); isCall {
+					// sh < <(curl ...): the shell's stdin is another command's output.
+					ctx := ctxs[call]
+					ctx.redirIn = true
+					ctx.fromFetch = ctx.fromFetch || c.fetchedText(sourceOf(src, r.Word))
+					ctxs[call] = ctx
+				}
+			}
 			continue
 		}
 		writes := r.Op != syntax.RdrIn
@@ -397,13 +530,7 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 		if len(alts)*len(choices) > maxArgvAlts {
 			choices = choices[:1] // enough readings: keep the first of this word
 		}
-		next := make([][]word, 0, len(alts)*len(choices))
-		for _, have := range alts {
-			for _, ch := range choices {
-				next = append(next, append(append([]word(nil), have...), ch...))
-			}
-		}
-		alts = next
+		alts = product(alts, choices)
 	}
 	return alts
 }

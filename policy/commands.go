@@ -3,13 +3,19 @@ package policy
 import (
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // command judges one simple command given as words: it looks through wrappers,
 // recurses into nested scripts, and applies the layers in order.
 func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	c.step()
-	argv, extra, ok := c.unwrap(argv, &ctx)
+	if depth > maxDepth {
+		c.refuse(RuleTooComplex, joinWords(argv))
+		return
+	}
+	argv, extra, excused, ok := c.unwrap(argv, &ctx)
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
@@ -27,6 +33,10 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 
 	if argv[0].dynamic || argv[0].glob {
+		if argv[0].dynamic && c.fetchedText(argv[0].s) {
+			c.refuse(RuleEvalFetched, match) // $(curl ...) runs the downloaded words
+			return
+		}
 		if c.strict() {
 			c.refuse(RuleDynamicCommand, match)
 			return
@@ -34,7 +44,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.operatorDeny("", match, nil)
 		return
 	}
-	if c.allowed(match) {
+	if excused || c.allowed(match) {
 		// An allow pattern excuses this command only; the scripts it nests are
 		// still judged.
 		c.nested(name, argv, ctx, depth)
@@ -43,6 +53,12 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	c.builtinRules(name, argv, extra, ctx, match)
 	if c.done() {
 		return
+	}
+	if c.forwarders[name] && len(argv) > 1 {
+		c.command(argv[1:], ctx, depth+1) // f(){ "$@"; }; f rm -rf /
+		if c.done() {
+			return
+		}
 	}
 	c.nested(name, argv, ctx, depth)
 	if c.done() {
@@ -57,8 +73,11 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		return
 	}
 	for _, a := range argv[1:] {
-		if !a.dynamic {
+		switch {
+		case !a.dynamic:
 			c.checkArgPath(a.s, match)
+		case strings.HasPrefix(a.s, "$HOME") || strings.HasPrefix(a.s, "${HOME}") || strings.HasPrefix(a.s, `"$HOME`):
+			c.checkPath("~", match) // the home directory is never in the workspace
 		}
 	}
 }
@@ -98,35 +117,41 @@ var wrappers = map[string]struct {
 	"doas":     {optsWithValue: "uC"},
 	"sudo":     {optsWithValue: "ugpUChDrtT", longWithValue: []string{"--user", "--group", "--prompt", "--chdir"}},
 	"busybox":  {},
+	"parallel": {optsWithValue: "jNnSPIaXL", longWithValue: []string{"--jobs", "--max-args", "--sshlogin", "--arg-file", "--delimiter", "--joblog", "--results", "--timeout"}},
 }
 
 // unwrap strips wrappers from argv and returns the command they run. extra is true
-// when the command receives arguments only known at run time (xargs). ok is false
-// when nothing runs (`command -v rm`) or a refusal was recorded.
-func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, ok bool) {
+// when the command receives arguments only known at run time (xargs). excused is
+// true when an operator allow pattern matched the command at some wrapper level
+// ("sudo apt-get update"). ok is false when nothing runs (`command -v rm`) or a
+// refusal was recorded.
+func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excused, ok bool) {
 	for range maxDepth {
 		if len(argv) == 0 || argv[0].dynamic {
-			return argv, extra, true
+			return argv, extra, excused, true
 		}
 		name := commandName(argv[0].s)
 		w, isWrapper := wrappers[name]
 		if !isWrapper {
-			return argv, extra, true
+			return argv, extra, excused, true
+		}
+		if c.allowed(strings.TrimSpace(name + " " + joinWords(argv[1:]))) {
+			return argv, extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
 		switch name {
 		case "sudo", "doas":
-			c.refuse(RulePrivilege, joinWords(argv))
-			return nil, false, false
+			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
+			return nil, false, false, false
 		}
 		c.operatorDeny(name, joinWords(argv), argv[1:])
 		if c.done() {
-			return nil, false, false
+			return nil, false, false, false
 		}
 		rest := argv[1:]
 		if name == "busybox" {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
-				return nil, false, false // busybox --list, --help: runs nothing
+				return nil, false, false, false // busybox --list, --help: runs nothing
 			}
 			argv = rest
 			continue
@@ -134,7 +159,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, ok bo
 		if name == "command" {
 			for _, a := range rest {
 				if a.s == "-v" || a.s == "-V" {
-					return nil, false, false // only prints what the name is
+					return nil, false, false, false // only prints what the name is
 				}
 			}
 		}
@@ -208,22 +233,30 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, ok bo
 			i++
 		}
 		if i >= len(rest) {
-			return nil, false, false // the wrapper alone runs nothing of concern
+			return nil, false, false, false // the wrapper alone runs nothing of concern
 		}
 		if name == "xargs" {
 			extra = true
 		}
 		argv = rest[i:]
+		if name == "parallel" {
+			// parallel CMD ::: ARGS: the arguments are appended to the command.
+			if k := slices.IndexFunc(argv, func(w word) bool { return w.s == ":::" || w.s == "::::" }); k >= 0 {
+				argv = append(argv[:k:k], argv[k+1:]...)
+			} else {
+				extra = true
+			}
+		}
 	}
 	c.refuse(RuleTooComplex, joinWords(argv))
-	return nil, false, false
+	return nil, false, false, false
 }
 
 // unwrapQuiet strips wrappers without judging them, to name the command a
 // pipeline stage runs.
 func (c *checker) unwrapQuiet(argv []word) []word {
 	quiet := &checker{p: &Policy{mode: c.p.mode}, vars: c.vars, bombs: c.bombs}
-	cmd, _, _ := quiet.unwrap(argv, &cmdContext{})
+	cmd, _, _, _ := quiet.unwrap(argv, &cmdContext{})
 	if cmd == nil && len(argv) > 0 && (commandName(argv[0].s) == "sudo" || commandName(argv[0].s) == "doas") {
 		return argv[1:]
 	}
@@ -272,7 +305,7 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		switch mode {
 		case "c":
 			if script.dynamic {
-				if strings.Contains(script.s, "curl") || strings.Contains(script.s, "wget") {
+				if c.fetchedText(script.s) {
 					c.refuse(RuleFetchPipe, joinWords(argv))
 					return
 				}
@@ -294,10 +327,13 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 			c.procSubst(argv, args[0])
 		}
 	case name == "eval":
+		if len(args) > 0 && args[0].s == "--" {
+			args = args[1:]
+		}
 		var parts []string
 		for _, a := range args {
 			if a.dynamic {
-				if strings.Contains(a.s, "curl") || strings.Contains(a.s, "wget") {
+				if c.fetchedText(a.s) {
 					c.refuse(RuleEvalFetched, joinWords(argv))
 					return
 				}
@@ -310,6 +346,9 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		}
 		c.script(strings.Join(parts, " "), depth+1)
 	case name == "trap":
+		if len(args) > 0 && args[0].s == "--" {
+			args = args[1:]
+		}
 		if len(args) >= 2 && !strings.HasPrefix(args[0].s, "-") {
 			if args[0].dynamic {
 				if c.strict() {
@@ -318,6 +357,20 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 				return
 			}
 			c.script(args[0].s, depth+1)
+		}
+	case name == "script":
+		// script [-q] -c CMD [file]: runs CMD with the user's shell.
+		for i, a := range args {
+			if a.s == "-c" || a.s == "--command" || shortFlag(a.s, 'c') && !strings.HasPrefix(a.s, "--") {
+				if i+1 < len(args) && !args[i+1].dynamic {
+					c.script(args[i+1].s, depth+1)
+				}
+				return
+			}
+			if v, ok := strings.CutPrefix(a.s, "--command="); ok {
+				c.script(v, depth+1)
+				return
+			}
 		}
 	case name == "find":
 		for i := 0; i < len(args); i++ {
@@ -334,6 +387,10 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 			}
 		}
 	case interpreters[name] != "" || name == "tclsh":
+		if script, ok := programArg(args, interpreters[name]); ok && script.dynamic {
+			c.procSubst(argv, script) // python3 <(curl ...)
+			return
+		}
 		if programFromStdin(args, interpreters[name]) && (ctx.piped || ctx.redirIn) {
 			match := joinWords(argv)
 			if ctx.pipeline != "" {
@@ -384,6 +441,9 @@ func shellScript(args []word) (word, string) {
 			if cFlag {
 				return a, "c"
 			}
+			if s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0" {
+				return word{}, "stdin"
+			}
 			return a, "file"
 		}
 	}
@@ -391,6 +451,42 @@ func shellScript(args []word) (word, string) {
 		return word{}, "none"
 	}
 	return word{}, "stdin"
+}
+
+// programArg returns an interpreter's script-file argument, if it has one.
+func programArg(args []word, optsWithProgram string) (word, bool) {
+	for _, a := range args {
+		switch {
+		case a.dynamic:
+			return a, true
+		case a.s == "-" || a.s == "--":
+			return word{}, false
+		case strings.HasPrefix(a.s, "-"):
+			if len(a.s) > 1 && strings.ContainsAny(a.s[1:2], optsWithProgram) {
+				return word{}, false
+			}
+		default:
+			return a, true
+		}
+	}
+	return word{}, false
+}
+
+// fetchedText reports whether the source of a dynamic word downloads: it runs curl
+// or wget, or reads a variable the script filled from them.
+func (c *checker) fetchedText(s string) bool {
+	if strings.Contains(s, "curl") || strings.Contains(s, "wget") {
+		return true
+	}
+	if !strings.Contains(s, "$") {
+		return false
+	}
+	for name, info := range c.vars {
+		if info.fetched && (strings.Contains(s, "$"+name) || strings.Contains(s, "${"+name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // programFromStdin reports whether an interpreter reads its program from stdin.
@@ -446,12 +542,25 @@ func (c *checker) procSubst(argv []word, arg word) {
 		return
 	}
 	if strings.HasPrefix(arg.s, "<(") || strings.HasPrefix(arg.s, "$(") || strings.HasPrefix(arg.s, "`") {
-		if strings.Contains(arg.s, "curl") || strings.Contains(arg.s, "wget") {
+		if c.fetchedText(arg.s) {
 			c.refuse(RuleFetchPipe, joinWords(argv))
 			return
 		}
 		if c.strict() {
 			c.refuse(RulePipeShell, joinWords(argv))
+			return
+		}
+		// sh <(echo 'cmd'): the script is the literal text echoed.
+		if inner, ok := strings.CutPrefix(arg.s, "<("); ok && strings.HasSuffix(inner, ")") {
+			inner = inner[:len(inner)-1]
+			f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(inner), "")
+			if err == nil && len(f.Stmts) == 1 {
+				if call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr); ok {
+					if text, ok := c.literalOutput(inner, call); ok {
+						c.script(strings.Join(text, " "), maxDepth) // one level, no deeper
+					}
+				}
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,10 @@ func show(s string) string {
 	return fmt.Sprintf("%q... (%d bytes in all)", s[:limit], len(s))
 }
 
+// stillRunning counts Check calls that have not returned, including those a
+// timeout abandoned: a timeout while an earlier call still runs may be starvation.
+var stillRunning atomic.Int64
+
 // callGuarded runs f in a goroutine and fails the test if it panics or does not
 // return within checkTimeout. what names the call and input for the message.
 func callGuarded(t *testing.T, what func() string, f func() policy.Decision) policy.Decision {
@@ -75,7 +80,9 @@ func callGuarded(t *testing.T, what func() string, f func() policy.Decision) pol
 		stack []byte
 	}
 	done := make(chan result, 1)
+	stillRunning.Add(1)
 	go func() {
+		defer stillRunning.Add(-1)
 		defer func() {
 			if v := recover(); v != nil {
 				done <- result{panic: v, stack: debug.Stack()}
@@ -92,7 +99,11 @@ func callGuarded(t *testing.T, what func() string, f func() policy.Decision) pol
 		}
 		return r.d
 	case <-timer.C:
-		t.Fatalf("%s: did not return within %v", what(), checkTimeout)
+		note := ""
+		if n := stillRunning.Load() - 1; n > 0 {
+			note = fmt.Sprintf(" (%d calls abandoned earlier still run: may be starvation)", n)
+		}
+		t.Fatalf("%s: did not return within %v%s", what(), checkTimeout, note)
 	}
 	panic("unreachable")
 }

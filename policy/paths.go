@@ -41,7 +41,7 @@ func (c *checker) checkPath(p, match string) {
 		return
 	}
 	if !strings.HasPrefix(p, "/") {
-		if !within(cleanPath(c.p.roots[0]+"/"+p), c.p.roots) {
+		if !within(cleanPath(c.p.roots[0]+"/"+p), c.p.roots[:1]) {
 			c.refuse(RulePathTraversal, match)
 		}
 		return

@@ -25,6 +25,7 @@ const (
 	maxBraceWords = 256 // words one brace expansion may produce
 	maxDepth      = 16  // nested sh -c / eval / trap levels
 	maxSteps      = 200_000
+	maxValueLen   = 4096 // longer variable values are not followed
 )
 
 // vars holds what the script assigns: the literal values each variable may take.
@@ -32,12 +33,18 @@ type vars map[string]*varInfo
 
 type varInfo struct {
 	values  []string
-	unknown bool // assigned something only known at run time
+	array   []string // the elements of a literal array, a=(x y z)
+	unknown bool     // assigned something only known at run time
+	fetched bool     // assigned the output of curl or wget
 }
 
 func (v vars) add(name, value string) {
 	info := v.info(name)
 	if info.unknown {
+		return
+	}
+	if len(value) > maxValueLen {
+		info.unknown = true
 		return
 	}
 	for _, have := range info.values {
@@ -72,6 +79,16 @@ func (v vars) lookup(name string) ([]string, bool) {
 	return info.values, true
 }
 
+// setArray records a literal array; an array assigned twice is not followed.
+func (v vars) setArray(name string, elems []string) {
+	info := v.info(name)
+	if info.array != nil || info.unknown {
+		info.unknown = true
+		return
+	}
+	info.array = elems
+}
+
 // ifs returns the field separators in effect: the first known value of IFS, or the
 // shell's default.
 func (v vars) ifs() string {
@@ -87,16 +104,20 @@ type segment struct {
 	split   bool // an unquoted expansion: split on IFS
 	dynamic bool
 	glob    bool
+	brk     bool // a field boundary, between the elements of "${a[@]}"
 }
 
 // expandWord returns the alternative field lists a word may expand to. A word with
 // braces expands to several words first.
 func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
+	orig := w
+	split := *w // SplitBraces rewrites its word; the tree is still walked after this
+	w = &split
 	if !syntax.SplitBraces(w) {
-		return c.expandOne(src, w)
+		return c.expandOne(src, orig)
 	}
 	if braceCount(w) > maxBraceWords {
-		return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
+		return [][]word{{{s: sourceOf(src, orig), dynamic: true}}}
 	}
 	var fields []word
 	for _, bw := range expand.Braces(w) {
@@ -148,13 +169,7 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 		if len(alts)*len(choices) > maxWordAlts {
 			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
 		}
-		next := make([][]segment, 0, len(alts)*len(choices))
-		for _, a := range alts {
-			for _, ch := range choices {
-				next = append(next, append(append([]segment(nil), a...), ch...))
-			}
-		}
-		alts = next
+		alts = product(alts, choices)
 	}
 	out := make([][]word, 0, len(alts))
 	ifs := c.vars.ifs()
@@ -162,6 +177,24 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 		out = append(out, splitFields(segs, ifs, sourceOf(src, w)))
 	}
 	return out
+}
+
+// product appends each choice to each alternative. With one choice, the common
+// case, it appends in place rather than copying every alternative.
+func product[T any](alts [][]T, choices [][]T) [][]T {
+	if len(choices) == 1 {
+		for i := range alts {
+			alts[i] = append(alts[i], choices[0]...)
+		}
+		return alts
+	}
+	next := make([][]T, 0, len(alts)*len(choices))
+	for _, a := range alts {
+		for _, ch := range choices {
+			next = append(next, append(append([]T(nil), a...), ch...))
+		}
+	}
+	return next
 }
 
 // splitFields joins segments into fields, splitting the unquoted expansions on ifs.
@@ -178,6 +211,10 @@ func splitFields(segs []segment, ifs, source string) []word {
 	for _, sg := range segs {
 		if sg.dynamic {
 			return []word{{s: source, dynamic: true}}
+		}
+		if sg.brk {
+			flush()
+			continue
 		}
 		if !sg.split {
 			cur.s += sg.s
@@ -217,20 +254,20 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			if len(alts)*len(choices) > maxWordAlts {
 				return [][]segment{{{s: sourceOf(src, p), dynamic: true}}}
 			}
-			var next [][]segment
-			for _, a := range alts {
-				for _, ch := range choices {
-					next = append(next, append(append([]segment(nil), a...), ch...))
-				}
-			}
-			alts = next
+			alts = product(alts, choices)
 		}
 		// A quoted part is one piece of text: join, never split.
 		out := make([][]segment, 0, len(alts))
 		for _, a := range alts {
 			var b strings.Builder
 			dyn := false
+			var segs []segment
 			for _, sg := range a {
+				if sg.brk { // "${a[@]}": one field per element, even quoted
+					segs = append(segs, segment{s: b.String()}, sg)
+					b.Reset()
+					continue
+				}
 				b.WriteString(sg.s)
 				dyn = dyn || sg.dynamic
 			}
@@ -238,10 +275,20 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 				out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
 				continue
 			}
-			out = append(out, []segment{{s: b.String()}})
+			out = append(out, append(segs, segment{s: b.String()}))
 		}
 		return out
 	case *syntax.ParamExp:
+		if elems, ok := c.arrayElems(p); ok {
+			var segs []segment
+			for i, e := range elems {
+				if i > 0 {
+					segs = append(segs, segment{brk: true})
+				}
+				segs = append(segs, segment{s: e, split: !quoted})
+			}
+			return [][]segment{segs}
+		}
 		if vals, ok := c.paramValues(p); ok {
 			out := make([][]segment, 0, len(vals))
 			for _, v := range vals {
@@ -263,6 +310,9 @@ func (c *checker) paramValues(p *syntax.ParamExp) ([]string, bool) {
 		return nil, false
 	}
 	vals, ok := c.vars.lookup(p.Param.Value)
+	if !ok && p.Param.Value == "IFS" && c.vars["IFS"] == nil {
+		vals, ok = []string{" \t\n"}, true // never assigned: the shell's default
+	}
 	if p.Exp == nil {
 		return vals, ok
 	}
@@ -276,6 +326,30 @@ func (c *checker) paramValues(p *syntax.ParamExp) ([]string, bool) {
 			return []string{def}, true // unset in this script: the default is used
 		}
 		return append(vals[:len(vals):len(vals)], def), true
+	}
+	return nil, false
+}
+
+// arrayElems resolves "${a[@]}", ${a[*]} and $a of a literal array.
+func (c *checker) arrayElems(p *syntax.ParamExp) ([]string, bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Slice != nil || p.Repl != nil || p.Exp != nil {
+		return nil, false
+	}
+	info := c.vars[p.Param.Value]
+	if p.Param.Value == "*" {
+		info = c.vars["@"]
+	}
+	if info == nil || info.unknown || info.array == nil {
+		return nil, false
+	}
+	if p.Param.Value == "@" || p.Param.Value == "*" {
+		return info.array, true
+	}
+	if p.Index == nil {
+		return info.array[:min(1, len(info.array))], true // $a is the first element
+	}
+	if w, ok := p.Index.(*syntax.Word); ok && (w.Lit() == "@" || w.Lit() == "*") {
+		return info.array, true
 	}
 	return nil, false
 }
