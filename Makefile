@@ -32,7 +32,8 @@ test: images ## vet, then unit and integration tests against the real engine; fa
 	if [ -n "$$left" ]; then echo "leaked containers: $$left"; exit 1; fi; \
 	echo "no airlock container left on the engine"
 
-bench: images ## latency and throughput against docker run --rm and the bare API
+bench: images ## policy check speed; run latency and throughput against docker run --rm and the bare API
+	$(GO) test -run '^$$' -bench . -benchmem ./policy/
 	$(GO) run ./integration/bench
 
 run: images ## run a demo command in a sandbox (make run CMD='ls -la /')

@@ -97,8 +97,16 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 			return
 		}
 		switch ops[0].s {
-		case "poweroff", "reboot", "halt", "kexec":
+		case "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate":
 			c.refuse(RulePower, match)
+		case "start", "isolate", "restart":
+			for _, unit := range ops[1:] {
+				switch strings.TrimSuffix(unit.s, ".target") {
+				case "poweroff", "reboot", "halt", "kexec", "shutdown", "rescue", "emergency":
+					c.refuse(RulePower, match)
+					return
+				}
+			}
 		case "stop", "disable", "mask", "kill":
 			for _, unit := range ops[1:] {
 				if firewallUnit(unit.s) {

@@ -4,6 +4,7 @@ package policy
 // (or, where the contract says so, allowed in standard and refused in strict).
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -169,6 +170,13 @@ var bypassWrappers = []tcase{
 	{cmd: `nice --adjustment=5 rm -rf /`, want: "rm-root"},
 	{cmd: `nice -n -5 rm -rf /`, want: "rm-root"},
 	{cmd: `nohup -- rm -rf /`, want: "rm-root"},
+	{cmd: `nice -- rm -rf /`, want: "rm-root"},
+	{cmd: `env -iS 'rm -rf /'`, want: "rm-root"},
+	{cmd: `time -- rm -rf /`, want: "rm-root", note: "bash 5 runs `time -- CMD` as time CMD"},
+	{cmd: `time -p -- sudo id`, want: "privilege-escalation", note: "bash 5 runs `time -p -- CMD` as time CMD"},
+	{cmd: `command exec rm -rf /`, want: "rm-root"},
+	{cmd: `exec env rm -rf /`, want: "rm-root"},
+	{cmd: `busybox chroot /mnt`, want: "chroot"},
 	{cmd: `timeout --kill-after=1 5 rm -rf /`, want: "rm-root"},
 	{cmd: `stdbuf --output=L rm -rf /`, want: "rm-root"},
 	{cmd: `ionice -c3 rm -rf /`, want: "rm-root"},
@@ -214,6 +222,10 @@ var bypassNestedShells = []tcase{
 	{cmd: `bash -lc 'rm -rf /'`, want: "rm-root"},
 	{cmd: `sh -ec 'rm -rf /'`, want: "rm-root"},
 	{cmd: `bash -o pipefail -c 'rm -rf /'`, want: "rm-root"},
+	{cmd: `sh -c 'rm -rf "$1"' sh /`, want: "rm-root", note: "ambiguous: sh -c positional args are literal words; safer reading"},
+	{cmd: `bash -c 'rm -rf $0' /`, want: "rm-root", note: "ambiguous: $0 of sh -c is the literal next word; safer reading"},
+	{cmd: `"$SHELL" -c 'rm -rf /'`, want: "rm-root", note: "ambiguous: unknown program but a static -c script; safer reading"},
+	{cmd: `$BASH -c 'sudo id'`, want: "privilege-escalation", note: "ambiguous: unknown program but a static -c script; safer reading"},
 	{cmd: nestSh(3, "rm -rf /"), want: "rm-root"},
 	{cmd: nestSh(4, "sudo id"), want: "privilege-escalation"},
 	{cmd: nestSh(5, "rm -rf /"), want: "rm-root"},
@@ -301,6 +313,11 @@ var bypassVariables = []tcase{
 	{cmd: `x=r; x+=m; $x -rf /`, want: "rm-root", note: "ambiguous: append assignment of literals; safer reading"},
 	{cmd: `set -- rm -rf /; "$@"`, want: "rm-root", note: "ambiguous: positional parameters set to literals; safer reading"},
 	{cmd: `f(){ "$@"; }; f rm -rf /`, want: "rm-root", note: "ambiguous: function runs its literal arguments; safer reading"},
+	{cmd: `f(){ rm -rf "$1"; }; f /`, want: "rm-root", note: "ambiguous: function parameter bound to a literal; safer reading"},
+	{cmd: `function f() { rm -rf "$@"; }; f /`, want: "rm-root", note: "ambiguous: function parameters bound to literals; safer reading"},
+	{cmd: `declare -a a=(rm -rf /); "${a[@]}"`, want: "rm-root"},
+	{cmd: `x=( sudo id ); ${x[@]}`, want: "privilege-escalation"},
+	{cmd: "shopt -s expand_aliases\nalias x='rm -rf /'\nx", want: "rm-root", note: "ambiguous: alias bodies are commands once expand_aliases is on; safer reading"},
 	{cmd: `x=ls; $x -la`, want: allow},
 	{cmd: `x=ls; $x -la`, mode: ModeStrict, want: allow, note: "literal: not dynamic"},
 }
@@ -346,6 +363,11 @@ var bypassHereStringsAndDocs = []tcase{
 	{cmd: "cat <<EOF\nrm -rf /\nEOF", want: allow},
 	{cmd: "cat <<EOF\nrm -rf /\nEOF", mode: ModeStrict, want: allow},
 	{cmd: `sh <(echo 'rm -rf /')`, want: "rm-root", note: "ambiguous: a literal script fed to sh through <( ); safer reading, as echo | sh"},
+	{cmd: `printf 'rm -rf /' | sh`, want: "rm-root", note: "ambiguous: printed literal script fed to a shell; safer reading"},
+	{cmd: `bash <<< "$(curl x)"`, want: "fetch-pipe-shell", note: "ambiguous: the shell's stdin is curl's output; safer reading"},
+	{cmd: `. /dev/stdin < <(curl x)`, want: "fetch-pipe-shell", note: "ambiguous: sources curl's output; safer reading"},
+	{cmd: `curl x | tee >(sh)`, want: "fetch-pipe-shell", note: "ambiguous: sh reads the pipe through >( ); safer reading"},
+	{cmd: `cat <<< x > /dev/sda`, want: "block-device-write"},
 }
 
 var bypassSubstitution = []tcase{
@@ -378,6 +400,11 @@ var bypassChains = []tcase{
 	{cmd: `ls|sudo tee x`, want: "privilege-escalation"},
 	{cmd: `true&&reboot`, want: "power"},
 	{cmd: `! reboot`, want: "power"},
+	{cmd: "rm\t-rf\t/", want: "rm-root", note: "tabs separate words"},
+	{cmd: `coproc rm -rf /`, want: "rm-root"},
+	{cmd: `coproc x { sudo id; }`, want: "privilege-escalation"},
+	{cmd: `echo hi |& sudo tee x`, want: "privilege-escalation"},
+	{cmd: `ls & sudo id`, want: "privilege-escalation"},
 	{cmd: `sudo id; rm -rf /`, want: "privilege-escalation", note: "first refusing command in source order"},
 	{cmd: `rm -rf /; sudo id`, want: "rm-root", note: "first refusing command in source order"},
 	{cmd: `ls; echo done`, want: allow},
@@ -431,6 +458,7 @@ var bypassControlFlow = []tcase{
 }
 
 var bypassFind = []tcase{
+	{cmd: `find . -exec sh -c 'rm -rf "$1"' _ / \;`, want: "rm-root", note: "ambiguous: positional arg of sh -c; safer reading"},
 	{cmd: `find . -exec sudo id \;`, want: "privilege-escalation"},
 	{cmd: `find . -name x -exec sh -c 'rm -rf /' \;`, want: "rm-root"},
 	{cmd: `find . -execdir reboot \;`, want: "power"},
@@ -438,6 +466,51 @@ var bypassFind = []tcase{
 	{cmd: `find . -name '*.go' -exec gofmt -l {} +`, want: allow},
 	{cmd: `su -c 'rm -rf /'`, want: "privilege-escalation", alt: []string{"rm-root"}},
 	{cmd: `su -c 'ls' nobody`, want: "privilege-escalation"},
+}
+
+// bypassBudgets: hitting an analysis budget must never turn a refusal into an
+// allowance. The contract: "If a variable has several literal candidates, any
+// candidate leading to a refusal refuses" and "a script whose analysis exceeds a
+// size budget" is too-complex. So each case wants its rule, or too-complex.
+func bypassBudgets() []tcase {
+	orTooComplex := []string{"too-complex"}
+	words := func(prefix string, n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = fmt.Sprintf("%s%d", prefix, i)
+		}
+		return strings.Join(w, " ")
+	}
+	var cart1, cart2 strings.Builder
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(&cart1, "if q; then a%d=; else a%d=z; fi; ", i, i)
+	}
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(&cart2, "${a%d}", i)
+	}
+	return []tcase{
+		{cmd: "for x in a b c d e f g h rm; do $x -rf /; done", want: "rm-root", alt: orTooComplex, note: "9 loop items"},
+		{cmd: "for x in a b c d e f g h sudo; do $x id; done", want: "privilege-escalation", alt: orTooComplex},
+		{cmd: "for x in " + words("c", 300) + " rm; do $x -rf /; done", want: "rm-root", alt: orTooComplex},
+		{cmd: "for d in build dist out tmp cache logs .next coverage /; do rm -rf $d; done", want: "rm-root", alt: orTooComplex},
+		{cmd: "for t in " + words("/tmp/", 100) + " /; do rm -rf $t; done", want: "rm-root", alt: orTooComplex},
+		{cmd: "x=a; x=b; x=c; x=d; x=e; x=f; x=g; x=h; x=rm; $x -rf /", want: "rm-root", alt: orTooComplex, note: "the last assignment is rm"},
+		{cmd: "if a; then x=c0; " + func() string {
+			var b strings.Builder
+			for i := 1; i < 50; i++ {
+				fmt.Fprintf(&b, "elif b%d; then x=c%d; ", i, i)
+			}
+			return b.String()
+		}() + "else x=rm; fi; $x -rf /", want: "rm-root", alt: orTooComplex},
+		{cmd: cart1.String() + cart2.String() + "rm -rf /", want: "rm-root", alt: orTooComplex, note: "5 two-valued variables: 32 combinations, one is rm"},
+		{cmd: "rm -rf {" + strings.ReplaceAll(words("x", 300), " ", ",") + ",/}", want: "rm-root", alt: orTooComplex, note: "brace list of 301 targets, the last is /"},
+		{cmd: "rm -rf /{a,b}" + strings.Repeat("{a,b}", 20) + " /", want: "rm-root", alt: orTooComplex},
+		{cmd: "echo " + strings.Repeat("{a,b}", 30) + "; rm -rf /", want: "rm-root", alt: orTooComplex},
+		{cmd: "x=a; " + strings.Repeat("x=$x$x; ", 40) + "echo $x; rm -rf /", want: "rm-root", alt: orTooComplex},
+		{cmd: strings.Repeat("echo $(", 300) + "ls" + strings.Repeat(")", 300) + "; sudo id", want: "privilege-escalation", alt: orTooComplex},
+		{cmd: strings.Repeat("ls; ", 50000) + "rm -rf /", want: "rm-root", alt: orTooComplex},
+		{cmd: "ls" + strings.Repeat(" | cat", 10000) + " | sudo tee x", want: "privilege-escalation", alt: orTooComplex},
+	}
 }
 
 func TestBypassFamilies(t *testing.T) {
@@ -468,6 +541,7 @@ func TestBypassFamilies(t *testing.T) {
 		{"subshells and groups", bypassGroups},
 		{"if while for case functions", bypassControlFlow},
 		{"find -exec and su -c", bypassFind},
+		{"analysis budgets", bypassBudgets()},
 	}
 	for _, g := range groups {
 		runCases(t, "bypass "+g.technique, g.cases)

@@ -3,6 +3,7 @@ package policy
 import (
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -39,13 +40,16 @@ type checker struct {
 	p          *Policy
 	vars       vars
 	bombs      map[string]bool // functions that spawn copies of themselves
-	forwarders map[string]bool // functions that run their arguments as a command ("$@")
+	funcs      map[string]funcDef // the script's functions, judged again with each call's arguments
+	aliases    map[string]string  // alias name -> its text
+	inCall     map[string]bool    // functions being judged with arguments, against recursion
 	refusal    *Decision
 	steps      int
 }
 
 func (p *Policy) newChecker() *checker {
-	return &checker{p: p, vars: vars{}, bombs: map[string]bool{}, forwarders: map[string]bool{}}
+	return &checker{p: p, vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
+		aliases: map[string]string{}, inCall: map[string]bool{}}
 }
 
 func (c *checker) decision() Decision {
@@ -80,7 +84,7 @@ func (c *checker) script(src string, depth int) {
 		c.refuse(RuleTooComplex, "")
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := parse(src)
 	if err != nil {
 		if c.strict() {
 			c.refuse(RuleUnparseable, src)
@@ -93,6 +97,22 @@ func (c *checker) script(src string, depth int) {
 	}
 	c.collect(src, f)
 	c.walk(src, f, depth)
+}
+
+// writeTargets are files whose writing does what a refused command does.
+var writeTargets = map[string]Rule{
+	"/proc/sysrq-trigger":     RulePower, // "b" reboots, "o" powers off, at once
+	"/sys/fs/selinux/enforce": RuleSELinux,
+	"/selinux/enforce":        RuleSELinux,
+}
+
+// parsers are reused: a parser's buffers are most of the cost of a short check.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+func parse(src string) (*syntax.File, error) {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	return p.Parse(strings.NewReader(src), "")
 }
 
 // collect records the script's literal assignments and its self-spawning functions
@@ -148,8 +168,8 @@ func (c *checker) collect(src string, f *syntax.File) {
 			if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
 				c.bombs[n.Name.Value] = true
 			}
-			if n.Name != nil && runsArgs(n.Body) {
-				c.forwarders[n.Name.Value] = true
+			if n.Name != nil {
+				c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
 			}
 		case *syntax.CallExpr:
 			// read, mapfile, getopts and friends assign at run time.
@@ -166,6 +186,15 @@ func (c *checker) collect(src string, f *syntax.File) {
 					}
 				}
 				c.vars.setArray("@", elems)
+			}
+			if len(n.Args) > 1 && n.Args[0].Lit() == "alias" {
+				for _, a := range n.Args[1:] {
+					if v, ok := c.staticString(a); ok {
+						if name, body, ok := strings.Cut(v, "="); ok {
+							c.aliases[name] = body
+						}
+					}
+				}
 			}
 			if len(n.Args) > 0 {
 				switch n.Args[0].Lit() {
@@ -290,32 +319,31 @@ func spawnsItself(name string, body *syntax.Stmt) bool {
 	return forked || calls >= 2
 }
 
-// runsArgs reports whether a function body runs its arguments as a command:
-// "$@", $@, "$*" or $1 in command position.
-func runsArgs(body *syntax.Stmt) bool {
-	found := false
-	syntax.Walk(body, func(n syntax.Node) bool {
-		call, ok := n.(*syntax.CallExpr)
-		if !ok || len(call.Args) == 0 || found {
-			return !found
+// funcDef is a function the script defines.
+type funcDef struct {
+	src  string
+	body *syntax.Stmt
+}
+
+// bindArgs makes a call's static arguments the positional parameters ($0 is
+// name), as candidates added to what the script already binds.
+func (c *checker) bindArgs(name string, args []word) {
+	c.vars.add("0", name)
+	var elems []string
+	for i, a := range args {
+		if a.dynamic {
+			c.vars.setUnknown("@")
+			return
 		}
-		parts := call.Args[0].Parts
-		if len(parts) == 1 {
-			if dq, ok := parts[0].(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
-				parts = dq.Parts
-			}
+		if i < 9 {
+			c.vars.add(string(rune('1'+i)), a.s)
 		}
-		if len(parts) == 1 {
-			if pe, ok := parts[0].(*syntax.ParamExp); ok && pe.Param != nil && pe.Exp == nil && pe.Index == nil {
-				switch pe.Param.Value {
-				case "@", "*", "1":
-					found = true
-				}
-			}
-		}
-		return !found
-	})
-	return found
+		elems = append(elems, a.s)
+	}
+	info := c.vars.info("@")
+	if info.array == nil && !info.unknown {
+		info.array = elems
+	}
 }
 
 // cmdContext is what a simple command's surroundings tell about it.
@@ -330,7 +358,7 @@ type cmdContext struct {
 }
 
 // walk judges every statement of a parsed script, in source order.
-func (c *checker) walk(src string, f *syntax.File, depth int) {
+func (c *checker) walk(src string, f syntax.Node, depth int) {
 	ctxs := map[*syntax.CallExpr]cmdContext{}
 	inner := map[*syntax.BinaryCmd]bool{} // pipes already seen as part of a longer pipeline
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -394,7 +422,17 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.Cal
 func readers(st *syntax.Stmt) []*syntax.CallExpr {
 	switch cmd := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		return []*syntax.CallExpr{cmd}
+		out := []*syntax.CallExpr{cmd}
+		// tee >(sh): the commands of an output process substitution read
+		// what the stage writes to it, which is the pipe's text.
+		for _, w := range cmd.Args {
+			for _, part := range w.Parts {
+				if ps, ok := part.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
+					out = append(out, readersOf(ps.Stmts)...)
+				}
+			}
+		}
+		return out
 	case *syntax.Block:
 		return readersOf(cmd.Stmts)
 	case *syntax.Subshell:
@@ -476,6 +514,8 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			}
 			if s, ok := c.staticString(body); ok {
 				ctx.hereDoc = &s
+			} else if body != nil && c.fetchedText(sourceOf(src, body)) {
+				ctx.fromFetch = true // bash <<< "$(curl ...)"
 			}
 			ctxs[call] = ctx
 			continue
@@ -501,9 +541,15 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			continue
 		}
 		writes := r.Op != syntax.RdrIn
-		if writes && isBlockDevice(target) {
-			c.refuse(RuleBlockDevice, strings.TrimSpace(r.Op.String()+" "+target))
-			return
+		if writes {
+			if rule, ok := writeTargets[cleanPath(target)]; ok {
+				c.refuse(rule, r.Op.String()+" "+target)
+				return
+			}
+			if isBlockDevice(target) {
+				c.refuse(RuleBlockDevice, r.Op.String()+" "+target)
+				return
+			}
 		}
 		c.checkPath(target, r.Op.String()+" "+target)
 	}
@@ -524,13 +570,30 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 
 // expandArgs returns the alternative argvs of a simple command's words.
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
-	alts := [][]word{nil}
-	for _, a := range args {
-		choices := c.expandWord(src, a)
-		if len(alts)*len(choices) > maxArgvAlts {
-			choices = choices[:1] // enough readings: keep the first of this word
+	perWord := make([][][]word, len(args))
+	total := 1
+	for i, a := range args {
+		perWord[i] = c.expandWord(src, a)
+		total = min(total*len(perWord[i]), maxArgvAlts+1)
+	}
+	if total <= maxArgvAlts {
+		alts := [][]word{nil}
+		for _, choices := range perWord {
+			alts = product(alts, choices)
 		}
-		alts = product(alts, choices)
+		return alts
+	}
+	// Too many combinations: judge as many argvs as the longest word has readings,
+	// the i-th taking each word's i-th reading, so every reading is judged once.
+	longest := 0
+	for _, choices := range perWord {
+		longest = max(longest, len(choices))
+	}
+	alts := make([][]word, longest)
+	for i := range alts {
+		for _, choices := range perWord {
+			alts[i] = append(alts[i], choices[i%len(choices)]...)
+		}
 	}
 	return alts
 }

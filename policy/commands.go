@@ -15,6 +15,9 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.refuse(RuleTooComplex, joinWords(argv))
 		return
 	}
+	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
+		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
+	}
 	argv, extra, excused, ok := c.unwrap(argv, &ctx)
 	if !ok || len(argv) == 0 || c.done() {
 		return
@@ -33,6 +36,12 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 
 	if argv[0].dynamic || argv[0].glob {
+		if len(argv) > 2 && argv[1].s == "-c" && !argv[2].dynamic {
+			c.script(argv[2].s, depth+1) // "$SHELL" -c 'script': whatever runs it, judge the script
+			if c.done() {
+				return
+			}
+		}
 		if argv[0].dynamic && c.fetchedText(argv[0].s) {
 			c.refuse(RuleEvalFetched, match) // $(curl ...) runs the downloaded words
 			return
@@ -54,8 +63,20 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if c.done() {
 		return
 	}
-	if c.forwarders[name] && len(argv) > 1 {
-		c.command(argv[1:], ctx, depth+1) // f(){ "$@"; }; f rm -rf /
+	if f, ok := c.funcs[name]; ok && len(argv) > 1 && !c.inCall[name] {
+		// f /: judge f's body again with its arguments bound.
+		c.inCall[name] = true
+		c.bindArgs(name, argv[1:])
+		c.walk(f.src, f.body, depth+1)
+		c.inCall[name] = false
+		if c.done() {
+			return
+		}
+	}
+	if body, ok := c.aliases[name]; ok && !c.inCall["alias "+name] {
+		c.inCall["alias "+name] = true
+		c.script(strings.TrimSpace(body+" "+joinWords(argv[1:])), depth+1)
+		c.inCall["alias "+name] = false
 		if c.done() {
 			return
 		}
@@ -304,6 +325,10 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		script, mode := shellScript(args)
 		switch mode {
 		case "c":
+			// sh -c 'script' a b: $0 and the positional parameters are the words after it.
+			if k := slices.IndexFunc(args, func(w word) bool { return w == script }); k >= 0 && k+1 < len(args) {
+				c.bindArgs(args[k+1].s, args[k+2:])
+			}
 			if script.dynamic {
 				if c.fetchedText(script.s) {
 					c.refuse(RuleFetchPipe, joinWords(argv))
@@ -324,6 +349,10 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		}
 	case name == "source" || name == ".":
 		if len(args) > 0 {
+			if s := args[0].s; (s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0") && ctx.fromFetch {
+				c.refuse(RuleFetchPipe, joinWords(argv))
+				return
+			}
 			c.procSubst(argv, args[0])
 		}
 	case name == "eval":
@@ -553,7 +582,7 @@ func (c *checker) procSubst(argv []word, arg word) {
 		// sh <(echo 'cmd'): the script is the literal text echoed.
 		if inner, ok := strings.CutPrefix(arg.s, "<("); ok && strings.HasSuffix(inner, ")") {
 			inner = inner[:len(inner)-1]
-			f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(inner), "")
+			f, err := parse(inner)
 			if err == nil && len(f.Stmts) == 1 {
 				if call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr); ok {
 					if text, ok := c.literalOutput(inner, call); ok {

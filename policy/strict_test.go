@@ -52,6 +52,7 @@ var strictDynamic = []strictPair{
 	{cmd: `"${cmd[@]}"`, rule: "dynamic-command"},
 	{cmd: `exec "$@"`, rule: "dynamic-command"},
 	{cmd: `x=$(which ls); $x`, rule: "dynamic-command"},
+	{cmd: `/???/?m -rf /`, rule: "dynamic-command", note: "glob for /bin/rm"},
 }
 
 var strictPipeToInterpreter = []strictPair{
@@ -72,6 +73,7 @@ var strictPipeToInterpreter = []strictPair{
 	{cmd: `cat x | /bin/sh`, rule: "pipe-to-interpreter"},
 	{cmd: `cat x | tee y | sh`, rule: "pipe-to-interpreter"},
 	{cmd: `base64 -d x | bash`, rule: "pipe-to-interpreter"},
+	{cmd: `echo cm0gLXJmIC8= | base64 -d | sh`, rule: "pipe-to-interpreter", note: "undecidable: only strict refuses"},
 	{cmd: `bash <<< "ls"`, rule: "pipe-to-interpreter"},
 	{cmd: "sh <<EOF\nls\nEOF", rule: "pipe-to-interpreter"},
 	{cmd: `cat x | sh -s -- arg`, rule: "pipe-to-interpreter"},

@@ -19,9 +19,9 @@ func (w word) String() string { return w.s }
 
 // Limits that keep a hostile input from making the check slow.
 const (
-	maxCandidates = 8   // values followed per variable
-	maxWordAlts   = 16  // alternative expansions of one word
-	maxArgvAlts   = 16  // alternative argvs of one simple command
+	maxCandidates = 64  // values followed per variable; past it, its use is too complex
+	maxWordAlts   = 64  // alternative expansions of one word
+	maxArgvAlts   = 64  // alternative argvs of one simple command judged in full
 	maxBraceWords = 256 // words one brace expansion may produce
 	maxDepth      = 16  // nested sh -c / eval / trap levels
 	maxSteps      = 200_000
@@ -33,9 +33,10 @@ type vars map[string]*varInfo
 
 type varInfo struct {
 	values  []string
-	array   []string // the elements of a literal array, a=(x y z)
-	unknown bool     // assigned something only known at run time
-	fetched bool     // assigned the output of curl or wget
+	array    []string // the elements of a literal array, a=(x y z)
+	unknown  bool     // assigned something only known at run time
+	fetched  bool     // assigned the output of curl or wget
+	overflow bool     // assigned more literal values than are followed
 }
 
 func (v vars) add(name, value string) {
@@ -53,7 +54,7 @@ func (v vars) add(name, value string) {
 		}
 	}
 	if len(info.values) >= maxCandidates {
-		info.unknown = true
+		info.unknown, info.overflow = true, true
 		return
 	}
 	info.values = append(info.values, value)
@@ -110,6 +111,18 @@ type segment struct {
 // expandWord returns the alternative field lists a word may expand to. A word with
 // braces expands to several words first.
 func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
+	if len(w.Parts) == 1 { // the common case: one plain literal or quoted string
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if !strings.ContainsAny(p.Value, `\*?[{`) {
+				return [][]word{{{s: p.Value}}}
+			}
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return [][]word{{{s: p.Value}}}
+			}
+		}
+	}
 	orig := w
 	split := *w // SplitBraces rewrites its word; the tree is still walked after this
 	w = &split
@@ -117,6 +130,8 @@ func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
 		return c.expandOne(src, orig)
 	}
 	if braceCount(w) > maxBraceWords {
+		// Too many words to judge one by one, and one of them may be "/".
+		c.refuse(RuleTooComplex, sourceOf(src, orig))
 		return [][]word{{{s: sourceOf(src, orig), dynamic: true}}}
 	}
 	var fields []word
@@ -279,6 +294,11 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 		}
 		return out
 	case *syntax.ParamExp:
+		if p.Param != nil {
+			if info := c.vars[p.Param.Value]; info != nil && info.overflow {
+				c.refuse(RuleTooComplex, sourceOf(src, p))
+			}
+		}
 		if elems, ok := c.arrayElems(p); ok {
 			var segs []segment
 			for i, e := range elems {
