@@ -111,6 +111,9 @@ var bypassXargs = []tcase{
 	{cmd: `echo /etc /tmp | xargs rm -rf`, want: "rm-root"},
 	{cmd: `echo / | sudo xargs rm -rf`, want: "privilege-escalation"},
 	{cmd: `echo /tmp | xargs rm -rf`, want: allow},
+	{cmd: `xargs -r rm -rf /`, want: "rm-root"},
+	{cmd: `xargs -P4 -n1 rm -rf /`, want: "rm-root"},
+	{cmd: `find / -print0 | xargs -0 rm -rf`, want: "find-delete-root", alt: []string{"rm-root"}, note: "ambiguous: the contract only resolves echo/printf stages, but find / feeds every path under / to rm -rf; safer reading"},
 }
 
 var bypassEnv = []tcase{
@@ -148,6 +151,12 @@ var bypassWrappers = []tcase{
 	{cmd: `setsid rm -rf /`, want: "rm-root"},
 	{cmd: `ionice -c 3 rm -rf /`, want: "rm-root"},
 	{cmd: `ionice -c 2 -n 7 sudo id`, want: "privilege-escalation"},
+	{cmd: `setsid -f rm -rf /`, want: "rm-root"},
+	{cmd: `timeout -v 5 rm -rf /`, want: "rm-root"},
+	{cmd: `timeout --preserve-status 5 rm -rf /`, want: "rm-root"},
+	{cmd: `ionice -t -c3 rm -rf /`, want: "rm-root"},
+	{cmd: `nohup sh -c 'rm -rf /' >/dev/null 2>&1 &`, want: "rm-root"},
+	{cmd: `env -i PATH=/bin sh -c 'rm -rf /'`, want: "rm-root"},
 	{cmd: `time rm -rf /`, want: "rm-root"},
 	{cmd: `time -p rm -rf /`, want: "rm-root"},
 	{cmd: `/usr/bin/time -f %e rm -rf /`, want: "rm-root"},
@@ -317,6 +326,12 @@ var bypassVariables = []tcase{
 	{cmd: `function f() { rm -rf "$@"; }; f /`, want: "rm-root", note: "ambiguous: function parameters bound to literals; safer reading"},
 	{cmd: `declare -a a=(rm -rf /); "${a[@]}"`, want: "rm-root"},
 	{cmd: `x=( sudo id ); ${x[@]}`, want: "privilege-escalation"},
+	{cmd: `x=$'\x72\x6d'; $x -rf /`, want: "rm-root"},
+	{cmd: `x="r""m"; $x -rf /`, want: "rm-root"},
+	{cmd: `x=rm; eval "$x -rf /"`, want: "rm-root"},
+	{cmd: `: ${x:=rm}; $x -rf /`, want: "rm-root", note: "ambiguous: ${x:=rm} assigns a literal; safer reading"},
+	{cmd: `: ${x=rm}; $x -rf /`, want: "rm-root", note: "ambiguous: ${x=rm} assigns a literal; safer reading"},
+	{cmd: `printf -v x rm; $x -rf /`, want: "rm-root", note: "ambiguous: printf -v assigns a literal; safer reading"},
 	{cmd: "shopt -s expand_aliases\nalias x='rm -rf /'\nx", want: "rm-root", note: "ambiguous: alias bodies are commands once expand_aliases is on; safer reading"},
 	{cmd: `x=ls; $x -la`, want: allow},
 	{cmd: `x=ls; $x -la`, mode: ModeStrict, want: allow, note: "literal: not dynamic"},
@@ -385,6 +400,12 @@ var bypassSubstitution = []tcase{
 	{cmd: `[[ -n $(sudo id) ]]`, want: "privilege-escalation"},
 	{cmd: `echo $(( $(reboot) + 1 ))`, want: "power"},
 	{cmd: `echo $(date)`, want: allow},
+	{cmd: `$(echo rm) -rf /`, want: "rm-root", alt: []string{"dynamic-command"}, note: "ambiguous: the contract calls a $( ) name dynamic (strict only), but echo of a literal is decidable, as echo | sh is; safer reading"},
+	{cmd: "`echo sudo` id", want: "privilege-escalation", note: "ambiguous: backticks echoing a literal; safer reading"},
+	{cmd: `bash -c "$(echo 'rm -rf /')"`, want: "rm-root", note: "ambiguous: sh -c of echoed literal text; safer reading"},
+	{cmd: `declare x=$(sudo id)`, want: "privilege-escalation"},
+	{cmd: `a[$(reboot)]=1`, want: "power"},
+	{cmd: "cat > /dev/sda <<EOF\nx\nEOF", want: "block-device-write"},
 }
 
 var bypassChains = []tcase{

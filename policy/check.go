@@ -37,14 +37,14 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 // checker holds the state of one Check: the script's variables and functions, and
 // the first refusal. It stops at the first refusal.
 type checker struct {
-	p          *Policy
-	vars       vars
-	bombs      map[string]bool // functions that spawn copies of themselves
-	funcs      map[string]funcDef // the script's functions, judged again with each call's arguments
-	aliases    map[string]string  // alias name -> its text
-	inCall     map[string]bool    // functions being judged with arguments, against recursion
-	refusal    *Decision
-	steps      int
+	p       *Policy
+	vars    vars
+	bombs   map[string]bool    // functions that spawn copies of themselves
+	funcs   map[string]funcDef // the script's functions, judged again with each call's arguments
+	aliases map[string]string  // alias name -> its text
+	inCall  map[string]bool    // functions being judged with arguments, against recursion
+	refusal *Decision
+	steps   int
 }
 
 func (p *Policy) newChecker() *checker {
@@ -164,6 +164,15 @@ func (c *checker) collect(src string, f *syntax.File) {
 					c.vars.setUnknown(it.Name.Value)
 				}
 			}
+		case *syntax.ParamExp:
+			// ${x:=rm} assigns when x is unset.
+			if n.Param != nil && n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
+				if v, ok := c.staticString(n.Exp.Word); ok {
+					c.vars.add(n.Param.Value, v)
+				} else {
+					c.vars.setUnknown(n.Param.Value)
+				}
+			}
 		case *syntax.FuncDecl:
 			if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
 				c.bombs[n.Name.Value] = true
@@ -196,9 +205,19 @@ func (c *checker) collect(src string, f *syntax.File) {
 					}
 				}
 			}
+			if len(n.Args) >= 4 && n.Args[0].Lit() == "printf" && n.Args[1].Lit() == "-v" {
+				// printf -v x FORMAT: a format without conversions is the value.
+				name := n.Args[2].Lit()
+				if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
+					c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
+				} else {
+					c.vars.setUnknown(name)
+				}
+				return true
+			}
 			if len(n.Args) > 0 {
 				switch n.Args[0].Lit() {
-				case "read", "mapfile", "readarray", "getopts", "printf":
+				case "read", "mapfile", "readarray", "getopts":
 					for _, a := range n.Args[1:] {
 						if name := a.Lit(); envName(name) {
 							c.vars.setUnknown(name)
@@ -402,6 +421,9 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.Cal
 			stdinKnow := false
 			if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
 				stdin, stdinKnow = c.literalOutput(src, prev)
+				if !stdinKnow {
+					stdin = findStarts(c, src, prev) // find / | xargs rm -rf
+				}
 			}
 			// The stage's commands read the pipe: the stage itself, or the commands
 			// of a group or subshell it is ({ sh; }, (bash)).
@@ -447,6 +469,24 @@ func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
 		out = append(out, readers(s)...)
 	}
 	return out
+}
+
+// findStarts returns the start paths of a find stage: find prints them first,
+// then what lies under them, so they are among what a following xargs receives.
+// Other output stays unknown.
+func findStarts(c *checker, src string, call *syntax.CallExpr) []string {
+	alts := c.expandArgs(src, call.Args)
+	if len(call.Args) == 0 || len(alts) != 1 || commandName(alts[0][0].s) != "find" {
+		return nil
+	}
+	var starts []string
+	for _, w := range alts[0][1:] {
+		if w.dynamic || strings.HasPrefix(w.s, "-") || w.s == "(" || w.s == "!" {
+			break
+		}
+		starts = append(starts, w.s)
+	}
+	return starts
 }
 
 // literalOutput returns what echo or printf with static arguments writes, split

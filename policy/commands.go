@@ -22,12 +22,13 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
-	if ctx.stdinKnow && extra {
-		// xargs appends what it reads: here, the literal text piped into it.
+	if extra {
+		// xargs appends what it reads: the literal text piped into it, or at least
+		// the start paths of a find before it (the rest stays unknown).
 		for _, s := range ctx.stdin {
 			argv = append(argv, word{s: s})
 		}
-		extra = false
+		extra = !ctx.stdinKnow
 	}
 	name := commandName(argv[0].s)
 	match := joinWords(argv)
@@ -416,6 +417,14 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 			}
 		}
 	case interpreters[name] != "" || name == "tclsh":
+		for i, a := range args {
+			// python3 -c "$(curl ...)", perl -e "$(wget ...)": fetched code.
+			if len(a.s) == 2 && a.s[0] == '-' && strings.IndexByte(interpreters[name], a.s[1]) >= 0 &&
+				i+1 < len(args) && args[i+1].dynamic && c.fetchedText(args[i+1].s) {
+				c.refuse(RuleEvalFetched, joinWords(argv))
+				return
+			}
+		}
 		if script, ok := programArg(args, interpreters[name]); ok && script.dynamic {
 			c.procSubst(argv, script) // python3 <(curl ...)
 			return

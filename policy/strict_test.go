@@ -31,8 +31,8 @@ var strictDynamic = []strictPair{
 	{cmd: `${!x}`, rule: "dynamic-command"},
 	{cmd: `$1 -rf /`, rule: "dynamic-command"},
 	{cmd: `"$@"`, rule: "dynamic-command"},
-	{cmd: `$(echo ls)`, rule: "dynamic-command"},
-	{cmd: "`echo ls` -la", rule: "dynamic-command"},
+	{cmd: `$(echo $x)`, rule: "dynamic-command", note: "echo of an unknown variable"},
+	{cmd: "`cat name` -la", rule: "dynamic-command"},
 	{cmd: `$(echo c3VkbwoK | base64 -d) id`, rule: "dynamic-command", note: "the SPEC example"},
 	{cmd: `/bin/r? -rf /tmp/x`, rule: "dynamic-command", note: "glob in the name"},
 	{cmd: `/bin/r* x`, rule: "dynamic-command"},
@@ -40,7 +40,7 @@ var strictDynamic = []strictPair{
 	{cmd: `read x; $x`, rule: "dynamic-command"},
 	{cmd: `"$HOME/bin/tool" --flag`, rule: "dynamic-command"},
 	{cmd: `eval "$x"`, rule: "dynamic-command", note: "eval of a non-static string"},
-	{cmd: `eval "$(echo ls)"`, rule: "dynamic-command"},
+	{cmd: `eval "$(cat cmd.txt)"`, rule: "dynamic-command"},
 	{cmd: `sh -c "$x"`, rule: "dynamic-command", note: "sh -c of a non-static string"},
 	{cmd: `bash -c "$(cat script)"`, rule: "dynamic-command"},
 	{cmd: `env $x -la`, rule: "dynamic-command", note: "dynamic after a wrapper"},
@@ -138,4 +138,15 @@ func TestStrictMode(t *testing.T) {
 	runCases(t, "strict unparseable", pairs(strictUnparseable))
 	runCases(t, "strict static and harmless", strictStillAllowed)
 	runCases(t, "strict built-in rules", strictBuiltinsStillApply)
+}
+
+// TestStrictResolvesLiteralSubstitutions: a substitution of a literal echo is
+// decided statically, so strict mode judges the command it names.
+func TestStrictResolvesLiteralSubstitutions(t *testing.T) {
+	runCases(t, "literal substitution", []tcase{
+		{cmd: `$(echo ls)`, mode: ModeStrict, want: allow},
+		{cmd: "`echo ls` -la", mode: ModeStrict, want: allow},
+		{cmd: `eval "$(echo ls)"`, mode: ModeStrict, want: allow},
+		{cmd: `$(echo rm) -rf /`, mode: ModeStrict, want: "rm-root"},
+	})
 }

@@ -32,7 +32,7 @@ const (
 type vars map[string]*varInfo
 
 type varInfo struct {
-	values  []string
+	values   []string
 	array    []string // the elements of a literal array, a=(x y z)
 	unknown  bool     // assigned something only known at run time
 	fetched  bool     // assigned the output of curl or wget
@@ -316,9 +316,18 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			}
 			return out
 		}
+	case *syntax.CmdSubst:
+		// $(echo rm): the output of a literal echo or printf is known.
+		if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
+			if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok {
+				if text, ok := c.literalOutput(src, call); ok {
+					return [][]segment{{{s: strings.Join(text, " "), split: !quoted}}}
+				}
+			}
+		}
 	}
-	// Command and arithmetic substitution, process substitution, extended globs,
-	// unknown parameters: only known when the command runs.
+	// Other command and arithmetic substitutions, process substitution, extended
+	// globs, unknown parameters: only known when the command runs.
 	return [][]segment{{{s: sourceOf(src, part), dynamic: true}}}
 }
 
@@ -337,7 +346,7 @@ func (c *checker) paramValues(p *syntax.ParamExp) ([]string, bool) {
 		return vals, ok
 	}
 	switch p.Exp.Op {
-	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull:
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
 		def, dok := c.staticString(p.Exp.Word)
 		if !dok {
 			return nil, false
