@@ -568,3 +568,11 @@ func TestBypassFamilies(t *testing.T) {
 		runCases(t, "bypass "+g.technique, g.cases)
 	}
 }
+
+func TestBypassDynamicLoader(t *testing.T) {
+	runCases(t, "dynamic loader", []tcase{
+		{cmd: "/lib64/ld-linux-x86-64.so.2 /bin/rm -rf /", want: "rm-root"},
+		{cmd: "/lib/ld-musl-x86_64.so.1 --library-path /lib /bin/rm -rf /", want: "rm-root"},
+		{cmd: "/lib64/ld-linux-x86-64.so.2 --list /bin/ls", want: allow},
+	})
+}

@@ -610,11 +610,21 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 
 // expandArgs returns the alternative argvs of a simple command's words.
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
+	if argv, ok := plainWords(args); ok {
+		return [][]word{argv}
+	}
 	perWord := make([][][]word, len(args))
 	total := 1
 	for i, a := range args {
 		perWord[i] = c.expandWord(src, a)
 		total = min(total*len(perWord[i]), maxArgvAlts+1)
+	}
+	if total == 1 { // the common case: one reading of every word
+		argv := make([]word, 0, len(args))
+		for _, choices := range perWord {
+			argv = append(argv, choices[0]...)
+		}
+		return [][]word{argv}
 	}
 	if total <= maxArgvAlts {
 		alts := [][]word{nil}
@@ -636,6 +646,33 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 		}
 	}
 	return alts
+}
+
+// plainWords returns the words of a command whose every word is a plain literal
+// or single-quoted string, without the general expansion's allocations.
+func plainWords(args []*syntax.Word) ([]word, bool) {
+	argv := make([]word, 0, len(args))
+	for _, a := range args {
+		s, ok := plainWord(a)
+		if !ok {
+			return nil, false
+		}
+		argv = append(argv, word{s: s})
+	}
+	return argv, true
+}
+
+func plainWord(w *syntax.Word) (string, bool) {
+	if len(w.Parts) != 1 {
+		return "", false
+	}
+	switch p := w.Parts[0].(type) {
+	case *syntax.Lit:
+		return p.Value, !strings.ContainsAny(p.Value, `\*?[{`)
+	case *syntax.SglQuoted:
+		return p.Value, !p.Dollar
+	}
+	return "", false
 }
 
 // commandName normalises a program name: its base name, as the kernel would find

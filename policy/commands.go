@@ -139,6 +139,7 @@ var wrappers = map[string]struct {
 	"doas":     {optsWithValue: "uC"},
 	"sudo":     {optsWithValue: "ugpUChDrtT", longWithValue: []string{"--user", "--group", "--prompt", "--chdir"}},
 	"busybox":  {},
+	"ld.so":    {longWithValue: []string{"--library-path", "--preload", "--argv0", "--audit", "--inhibit-rpath"}},
 	"parallel": {optsWithValue: "jNnSPIaXL", longWithValue: []string{"--jobs", "--max-args", "--sshlogin", "--arg-file", "--delimiter", "--joblog", "--results", "--timeout"}},
 }
 
@@ -153,6 +154,9 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			return argv, extra, excused, true
 		}
 		name := commandName(argv[0].s)
+		if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so" {
+			name = "ld.so" // the dynamic loader runs the program it is given
+		}
 		w, isWrapper := wrappers[name]
 		if !isWrapper {
 			return argv, extra, excused, true

@@ -111,17 +111,8 @@ type segment struct {
 // expandWord returns the alternative field lists a word may expand to. A word with
 // braces expands to several words first.
 func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
-	if len(w.Parts) == 1 { // the common case: one plain literal or quoted string
-		switch p := w.Parts[0].(type) {
-		case *syntax.Lit:
-			if !strings.ContainsAny(p.Value, `\*?[{`) {
-				return [][]word{{{s: p.Value}}}
-			}
-		case *syntax.SglQuoted:
-			if !p.Dollar {
-				return [][]word{{{s: p.Value}}}
-			}
-		}
+	if s, ok := plainWord(w); ok { // the common case: one plain literal or quoted string
+		return [][]word{{{s: s}}}
 	}
 	orig := w
 	split := *w // SplitBraces rewrites its word; the tree is still walked after this
