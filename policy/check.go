@@ -308,6 +308,9 @@ func spawnsItself(name string, body *syntax.Stmt) bool {
 	calls, forked := 0, false
 	var visit func(n syntax.Node, inFork bool)
 	visit = func(n syntax.Node, inFork bool) {
+		if n == nil {
+			return // a statement of redirections only: f(){ >x & }
+		}
 		syntax.Walk(n, func(m syntax.Node) bool {
 			switch m := m.(type) {
 			case *syntax.Stmt:
@@ -476,7 +479,7 @@ func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
 // Other output stays unknown.
 func findStarts(c *checker, src string, call *syntax.CallExpr) []string {
 	alts := c.expandArgs(src, call.Args)
-	if len(call.Args) == 0 || len(alts) != 1 || commandName(alts[0][0].s) != "find" {
+	if len(call.Args) == 0 || len(alts) != 1 || len(alts[0]) == 0 || commandName(alts[0][0].s) != "find" {
 		return nil
 	}
 	var starts []string
