@@ -18,6 +18,10 @@ import (
 // ex is the executor every test shares, as a server would.
 var ex *executor.Executor
 
+// unchecked runs with no policy: for workloads the policy would refuse (a fork
+// bomb), to prove the container contains them on its own.
+var unchecked *executor.Executor
+
 // docker is a plain engine client, for checks made from outside airlock.
 var docker *client.Client
 
@@ -25,6 +29,12 @@ func TestMain(m *testing.M) {
 	var err error
 	if ex, err = executor.New(); err != nil {
 		fmt.Fprintln(os.Stderr, "integration tests need a Docker engine:", err)
+		os.Exit(1)
+	}
+	cfg := executor.DefaultConfig()
+	cfg.Policy = nil
+	if unchecked, err = executor.New(executor.WithConfig(cfg)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	if docker, err = client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err != nil {
@@ -40,6 +50,7 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	ex.Close()
+	unchecked.Close()
 	os.Exit(code)
 }
 
@@ -65,7 +76,13 @@ func managedContainers(ctx context.Context, id string) []string {
 // container behind.
 func run(t *testing.T, spec executor.Spec) executor.Result {
 	t.Helper()
-	res, err := ex.Run(t.Context(), spec)
+	return runWith(t, ex, spec)
+}
+
+// runWith is run on a given executor.
+func runWith(t *testing.T, e *executor.Executor, spec executor.Spec) executor.Result {
+	t.Helper()
+	res, err := e.Run(t.Context(), spec)
 	if err != nil {
 		t.Fatalf("Run(%q %q): %v", spec.Command, spec.Argv, err)
 	}

@@ -106,7 +106,13 @@ func TestChildOOMWhileMainExitsZero(t *testing.T) {
 
 func TestForkBombContained(t *testing.T) {
 	t.Parallel()
-	res := run(t, executor.Spec{Command: `bomb(){ bomb | bomb & }; bomb; sleep 100`, Pids: 64, Timeout: 3})
+	// The policy refuses the classic bomb; the container must hold it without it.
+	res := run(t, executor.Spec{Command: `bomb(){ bomb | bomb & }; bomb`})
+	assertState(t, res, executor.StateBlocked, 126)
+	if res.BlockRule != "fork-bomb" {
+		t.Errorf("block_rule %q, want fork-bomb", res.BlockRule)
+	}
+	res = runWith(t, unchecked, executor.Spec{Command: `bomb(){ bomb | bomb & }; bomb; sleep 100`, Pids: 64, Timeout: 3})
 	assertState(t, res, executor.StateTimedOut, 124)
 
 	// The same limit, counted: 100 background sleeps cannot all start under pids 32.
