@@ -43,8 +43,10 @@ type checker struct {
 	funcs   map[string]funcDef // the script's functions, judged again with each call's arguments
 	aliases map[string]string  // alias name -> its text
 	inCall  map[string]bool    // functions being judged with arguments, against recursion
-	refusal *Decision
-	steps   int
+	// argsCache holds each simple command's expansions, reset when bindings change.
+	argsCache map[*syntax.CallExpr][][]word
+	refusal   *Decision
+	steps     int
 }
 
 func (p *Policy) newChecker() *checker {
@@ -350,6 +352,7 @@ type funcDef struct {
 // bindArgs makes a call's static arguments the positional parameters ($0 is
 // name), as candidates added to what the script already binds.
 func (c *checker) bindArgs(name string, args []word) {
+	c.argsCache = nil // the words of the body now read differently
 	c.vars.add("0", name)
 	var elems []string
 	for i, a := range args {
@@ -478,7 +481,7 @@ func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
 // then what lies under them, so they are among what a following xargs receives.
 // Other output stays unknown.
 func findStarts(c *checker, src string, call *syntax.CallExpr) []string {
-	alts := c.expandArgs(src, call.Args)
+	alts := c.callArgs(src, call)
 	if len(call.Args) == 0 || len(alts) != 1 || len(alts[0]) == 0 || commandName(alts[0][0].s) != "find" {
 		return nil
 	}
@@ -498,7 +501,7 @@ func (c *checker) literalOutput(src string, call *syntax.CallExpr) ([]string, bo
 	if len(call.Args) == 0 {
 		return nil, false
 	}
-	alts := c.expandArgs(src, call.Args)
+	alts := c.callArgs(src, call)
 	if len(alts) != 1 || len(alts[0]) == 0 {
 		return nil, false
 	}
@@ -528,7 +531,7 @@ func (c *checker) fetches(src string, n syntax.Node) bool {
 			return false
 		}
 		if call, ok := m.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			for _, alt := range c.expandArgs(src, call.Args) {
+			for _, alt := range c.callArgs(src, call) {
 				if argv := c.unwrapQuiet(alt); len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
 					found = true
 				}
@@ -603,12 +606,26 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 	if len(call.Args) == 0 {
 		return // assignments only
 	}
-	for _, argv := range c.expandArgs(src, call.Args) {
+	for _, argv := range c.callArgs(src, call) {
 		if c.done() {
 			return
 		}
 		c.command(argv, ctx, depth)
 	}
+}
+
+// callArgs is expandArgs of a simple command, computed once: a pipeline stage is
+// looked at by the pipeline, by what follows it, and on its own.
+func (c *checker) callArgs(src string, call *syntax.CallExpr) [][]word {
+	if alts, ok := c.argsCache[call]; ok {
+		return alts
+	}
+	alts := c.expandArgs(src, call.Args)
+	if c.argsCache == nil {
+		c.argsCache = map[*syntax.CallExpr][][]word{}
+	}
+	c.argsCache[call] = alts
+	return alts
 }
 
 // expandArgs returns the alternative argvs of a simple command's words.
