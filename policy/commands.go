@@ -335,13 +335,7 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 				c.bindArgs(args[k+1].s, args[k+2:])
 			}
 			if script.dynamic {
-				if c.fetchedText(script.s) {
-					c.refuse(RuleFetchPipe, joinWords(argv))
-					return
-				}
-				if c.strict() {
-					c.refuse(RuleDynamicCommand, joinWords(argv))
-				}
+				c.dynamicScript(argv, script, RuleFetchPipe)
 				return
 			}
 			c.script(script.s, depth+1)
@@ -367,13 +361,7 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		var parts []string
 		for _, a := range args {
 			if a.dynamic {
-				if c.fetchedText(a.s) {
-					c.refuse(RuleEvalFetched, joinWords(argv))
-					return
-				}
-				if c.strict() {
-					c.refuse(RuleDynamicCommand, joinWords(argv))
-				}
+				c.dynamicScript(argv, a, RuleEvalFetched)
 				return
 			}
 			parts = append(parts, a.s)
@@ -385,9 +373,7 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		}
 		if len(args) >= 2 && !strings.HasPrefix(args[0].s, "-") {
 			if args[0].dynamic {
-				if c.strict() {
-					c.refuse(RuleDynamicCommand, joinWords(argv))
-				}
+				c.dynamicScript(argv, args[0], RuleEvalFetched)
 				return
 			}
 			c.script(args[0].s, depth+1)
@@ -444,6 +430,17 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 				c.refuse(RulePipeShell, match)
 			}
 		}
+	}
+}
+
+// dynamicScript judges a script only known at run time: downloaded text is refused
+// by fetchRule, anything else only in strict mode.
+func (c *checker) dynamicScript(argv []word, script word, fetchRule Rule) {
+	switch {
+	case c.fetchedText(script.s):
+		c.refuse(fetchRule, joinWords(argv))
+	case c.strict():
+		c.refuse(RuleDynamicCommand, joinWords(argv))
 	}
 }
 
