@@ -358,13 +358,23 @@ func heredoc() string {
 	default:
 		head = "cat > " + name + " <<" + delim
 	}
+	// A follow-up command goes on the here-doc's own line (cat > f <<'EOF' && git
+	// add f) or after the terminator: the terminator line holds nothing else.
+	var then, sep string
+	if chance(0.5) {
+		sep = pick([]string{"\n", " && "})
+		then = pick([]string{"cat " + name, "wc -l " + name, "git add " + name, "ls -la $(dirname " + name + ")", "echo written"})
+	}
+	if sep == " && " {
+		head += sep + then
+	}
 	s := head + "\n" + body
 	if !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
 	s += bare
-	if chance(0.5) {
-		s += pick([]string{"\n", " && "}) + pick([]string{"cat " + name, "wc -l " + name, "git add " + name, "ls -la $(dirname " + name + ")", "echo written"})
+	if sep == "\n" {
+		s += sep + then
 	}
 	return s
 }
