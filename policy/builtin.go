@@ -7,11 +7,11 @@ import (
 
 // builtinRules applies the built-in deny rules to one unwrapped command. extra is
 // true when the command gets arguments only known at run time (xargs).
-func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdContext, match string) {
+func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdContext, match *commandText) {
 	args := argv[1:]
 	switch {
 	case c.bombs[name]:
-		c.refuse(RuleForkBomb, match)
+		c.refuse(RuleForkBomb, match.String())
 	case name == "rm":
 		recursive, noPreserve := false, false
 		for _, a := range options(args) {
@@ -20,11 +20,11 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 		}
 		switch {
 		case noPreserve:
-			c.refuse(RuleRmRoot, match)
+			c.refuse(RuleRmRoot, match.String())
 		case recursive && anyRootPath(operands(args)):
-			c.refuse(RuleRmRoot, match)
+			c.refuse(RuleRmRoot, match.String())
 		case recursive && extra && c.strict():
-			c.refuse(RuleDynamicCommand, match) // xargs rm -r: targets only known at run time
+			c.refuse(RuleDynamicCommand, match.String()) // xargs rm -r: targets only known at run time
 		}
 	case name == "find":
 		var starts []word
@@ -46,22 +46,22 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 		for i, a := range args {
 			switch a.s {
 			case "-delete":
-				c.refuse(RuleFindDelete, match)
+				c.refuse(RuleFindDelete, match.String())
 				return
 			case "-exec", "-execdir", "-ok", "-okdir":
 				if i+1 < len(args) && commandName(args[i+1].s) == "rm" {
-					c.refuse(RuleFindDelete, match)
+					c.refuse(RuleFindDelete, match.String())
 					return
 				}
 			}
 		}
 	case name == "mkfs" || strings.HasPrefix(name, "mkfs.") || name == "mke2fs" || name == "mkswap" ||
 		name == "wipefs" || name == "diskpart" || name == "format":
-		c.refuse(RuleMkfs, match)
+		c.refuse(RuleMkfs, match.String())
 	case name == "dd":
 		for _, a := range args {
 			if dev, ok := strings.CutPrefix(a.s, "of="); ok && isBlockDevice(dev) {
-				c.refuse(RuleBlockDevice, match)
+				c.refuse(RuleBlockDevice, match.String())
 				return
 			}
 		}
@@ -69,13 +69,13 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 		name == "sgdisk" || name == "gdisk" || name == "blkdiscard" || name == "cfdisk":
 		for _, a := range operands(args) {
 			if isBlockDevice(a.s) {
-				c.refuse(RuleBlockDevice, match)
+				c.refuse(RuleBlockDevice, match.String())
 				return
 			}
 		}
 	case name == "cp" || name == "mv" || name == "install" || name == "rsync":
 		if ops := operands(args); len(ops) >= 2 && isBlockDevice(ops[len(ops)-1].s) {
-			c.refuse(RuleBlockDevice, match)
+			c.refuse(RuleBlockDevice, match.String())
 		}
 	case name == "chmod" || name == "chown" || name == "chgrp":
 		recursive := false
@@ -83,13 +83,13 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 			recursive = recursive || a == "--recursive" || shortFlag(a, 'R')
 		}
 		if recursive && anyRootPath(operands(args)) {
-			c.refuse(RuleChmodRoot, match)
+			c.refuse(RuleChmodRoot, match.String())
 		}
 	case name == "shutdown" || name == "reboot" || name == "halt" || name == "poweroff":
-		c.refuse(RulePower, match)
+		c.refuse(RulePower, match.String())
 	case name == "init" || name == "telinit":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "0" || ops[0].s == "6") {
-			c.refuse(RulePower, match)
+			c.refuse(RulePower, match.String())
 		}
 	case name == "systemctl":
 		ops := operands(args)
@@ -98,53 +98,53 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 		}
 		switch ops[0].s {
 		case "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate":
-			c.refuse(RulePower, match)
+			c.refuse(RulePower, match.String())
 		case "start", "isolate", "restart":
 			for _, unit := range ops[1:] {
 				switch strings.TrimSuffix(unit.s, ".target") {
 				case "poweroff", "reboot", "halt", "kexec", "shutdown", "rescue", "emergency":
-					c.refuse(RulePower, match)
+					c.refuse(RulePower, match.String())
 					return
 				}
 			}
 		case "stop", "disable", "mask", "kill":
 			for _, unit := range ops[1:] {
 				if firewallUnit(unit.s) {
-					c.refuse(RuleFirewall, match)
+					c.refuse(RuleFirewall, match.String())
 					return
 				}
 			}
 		}
 	case name == "service":
 		if ops := operands(args); len(ops) >= 2 && firewallUnit(ops[0].s) && ops[1].s == "stop" {
-			c.refuse(RuleFirewall, match)
+			c.refuse(RuleFirewall, match.String())
 		}
 	case strings.HasPrefix(name, "iptables") || strings.HasPrefix(name, "ip6tables"):
 		for _, a := range args {
 			if a.s == "-F" || a.s == "--flush" || strings.HasPrefix(a.s, "--flush=") {
-				c.refuse(RuleFirewall, match)
+				c.refuse(RuleFirewall, match.String())
 				return
 			}
 		}
 	case name == "nft":
 		joined := " " + joinWords(args) + " "
 		if strings.Contains(joined, " flush ruleset ") || strings.Contains(joined, " flush table ") {
-			c.refuse(RuleFirewall, match)
+			c.refuse(RuleFirewall, match.String())
 		}
 	case name == "ufw":
 		if ops := operands(args); len(ops) > 0 && ops[0].s == "disable" {
-			c.refuse(RuleFirewall, match)
+			c.refuse(RuleFirewall, match.String())
 		}
 	case name == "setenforce":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "0" || strings.EqualFold(ops[0].s, "permissive")) {
-			c.refuse(RuleSELinux, match)
+			c.refuse(RuleSELinux, match.String())
 		}
 	case name == "sudo" || name == "su" || name == "doas" || name == "pkexec" || name == "run0":
-		c.refuse(RulePrivilege, match)
+		c.refuse(RulePrivilege, match.String())
 	case name == "chroot":
-		c.refuse(RuleChroot, match)
+		c.refuse(RuleChroot, match.String())
 	case name == "mount" || name == "umount":
-		c.refuse(RuleMount, match)
+		c.refuse(RuleMount, match.String())
 	}
 }
 

@@ -37,12 +37,13 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 // checker holds the state of one Check: the script's variables and functions, and
 // the first refusal. It stops at the first refusal.
 type checker struct {
-	p       *Policy
-	vars    vars
-	bombs   map[string]bool    // functions that spawn copies of themselves
-	funcs   map[string]funcDef // the script's functions, judged again with each call's arguments
-	aliases map[string]string  // alias name -> its text
-	inCall  map[string]bool    // functions being judged with arguments, against recursion
+	p           *Policy
+	vars        vars
+	bombs       map[string]bool    // functions that spawn copies of themselves
+	funcs       map[string]funcDef // the script's functions, judged again with each call's arguments
+	aliases     map[string]string  // alias name -> its text
+	inCall      map[string]bool    // functions being judged with arguments, against recursion
+	fetchedVars []string           // variables assigned the output of curl or wget
 	// argsCache holds each simple command's expansions, reset when bindings change.
 	argsCache map[*syntax.CallExpr][][]word
 	refusal   *Decision
@@ -123,6 +124,8 @@ func (c *checker) collect(src string, f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		c.step()
 		switch n := n.(type) {
+		case *syntax.Word:
+			return mayHoldCommands(n)
 		case *syntax.Assign:
 			if n.Name == nil {
 				return true
@@ -143,7 +146,7 @@ func (c *checker) collect(src string, f *syntax.File) {
 			if alts == nil {
 				c.vars.setUnknown(n.Name.Value)
 				if n.Value != nil && c.fetchedText(sourceOf(src, n.Value)) {
-					c.vars.info(n.Name.Value).fetched = true
+					c.fetchedVars = append(c.fetchedVars, n.Name.Value)
 				}
 			}
 			for _, v := range alts {
@@ -392,6 +395,8 @@ func (c *checker) walk(src string, f syntax.Node, depth int) {
 		}
 		c.step()
 		switch n := n.(type) {
+		case *syntax.Word:
+			return mayHoldCommands(n)
 		case *syntax.BinaryCmd:
 			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !inner[n] {
 				c.pipeline(src, n, ctxs, inner)
@@ -481,7 +486,7 @@ func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
 // then what lies under them, so they are among what a following xargs receives.
 // Other output stays unknown.
 func findStarts(c *checker, src string, call *syntax.CallExpr) []string {
-	alts := c.callArgs(src, call)
+	alts := c.callArgs(src, call, true)
 	if len(call.Args) == 0 || len(alts) != 1 || len(alts[0]) == 0 || commandName(alts[0][0].s) != "find" {
 		return nil
 	}
@@ -501,7 +506,7 @@ func (c *checker) literalOutput(src string, call *syntax.CallExpr) ([]string, bo
 	if len(call.Args) == 0 {
 		return nil, false
 	}
-	alts := c.callArgs(src, call)
+	alts := c.callArgs(src, call, true)
 	if len(alts) != 1 || len(alts[0]) == 0 {
 		return nil, false
 	}
@@ -531,7 +536,7 @@ func (c *checker) fetches(src string, n syntax.Node) bool {
 			return false
 		}
 		if call, ok := m.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			for _, alt := range c.callArgs(src, call) {
+			for _, alt := range c.callArgs(src, call, true) {
 				if argv := c.unwrapQuiet(alt); len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
 					found = true
 				}
@@ -587,7 +592,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			continue
 		}
 		writes := r.Op != syntax.RdrIn
-		if writes {
+		if writes && !alwaysPass[target] {
 			if rule, ok := writeTargets[cleanPath(target)]; ok {
 				c.refuse(rule, r.Op.String()+" "+target)
 				return
@@ -606,7 +611,7 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 	if len(call.Args) == 0 {
 		return // assignments only
 	}
-	for _, argv := range c.callArgs(src, call) {
+	for _, argv := range c.callArgs(src, call, false) {
 		if c.done() {
 			return
 		}
@@ -614,18 +619,50 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 	}
 }
 
-// callArgs is expandArgs of a simple command, computed once: a pipeline stage is
-// looked at by the pipeline, by what follows it, and on its own.
-func (c *checker) callArgs(src string, call *syntax.CallExpr) [][]word {
+// callArgs is expandArgs of a simple command. A pipeline stage is looked at by
+// the pipeline, by what follows it, and on its own: those looks keep what they
+// computed (keep) for the last to use.
+func (c *checker) callArgs(src string, call *syntax.CallExpr, keep bool) [][]word {
 	if alts, ok := c.argsCache[call]; ok {
 		return alts
 	}
 	alts := c.expandArgs(src, call.Args)
-	if c.argsCache == nil {
-		c.argsCache = map[*syntax.CallExpr][][]word{}
+	if keep {
+		if c.argsCache == nil {
+			c.argsCache = map[*syntax.CallExpr][][]word{}
+		}
+		c.argsCache[call] = alts
 	}
-	c.argsCache[call] = alts
 	return alts
+}
+
+// mayHoldCommands reports whether a word can contain commands or assignments (a
+// substitution, arithmetic, or a parameter expansion with an operator), so that
+// the walk need not look inside plain words.
+func mayHoldCommands(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		if partMayHoldCommands(part) {
+			return true
+		}
+	}
+	return false
+}
+
+func partMayHoldCommands(part syntax.WordPart) bool {
+	switch p := part.(type) {
+	case *syntax.Lit, *syntax.SglQuoted:
+		return false
+	case *syntax.DblQuoted:
+		for _, inner := range p.Parts {
+			if partMayHoldCommands(inner) {
+				return true
+			}
+		}
+		return false
+	case *syntax.ParamExp:
+		return p.Exp != nil || p.Repl != nil || p.Slice != nil || p.Index != nil || p.NestedParam != nil
+	}
+	return true
 }
 
 // expandArgs returns the alternative argvs of a simple command's words.

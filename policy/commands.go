@@ -31,10 +31,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		extra = !ctx.stdinKnow
 	}
 	name := commandName(argv[0].s)
-	match := joinWords(argv)
-	if !argv[0].dynamic {
-		match = strings.TrimSpace(name + " " + joinWords(argv[1:]))
-	}
+	match := &commandText{name: name, argv: argv}
 
 	if argv[0].dynamic || argv[0].glob {
 		if len(argv) > 2 && argv[1].s == "-c" && !argv[2].dynamic {
@@ -44,17 +41,17 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			}
 		}
 		if argv[0].dynamic && c.fetchedText(argv[0].s) {
-			c.refuse(RuleEvalFetched, match) // $(curl ...) runs the downloaded words
+			c.refuse(RuleEvalFetched, match.String()) // $(curl ...) runs the downloaded words
 			return
 		}
 		if c.strict() {
-			c.refuse(RuleDynamicCommand, match)
+			c.refuse(RuleDynamicCommand, match.String())
 			return
 		}
-		c.operatorDeny("", match, nil)
+		c.operatorDeny("", match.String(), nil)
 		return
 	}
-	if excused || c.allowed(match) {
+	if excused || len(c.p.allowPatterns) > 0 && c.allowed(match.String()) {
 		// An allow pattern excuses this command only; the scripts it nests are
 		// still judged.
 		c.nested(name, argv, ctx, depth)
@@ -86,30 +83,65 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if c.done() {
 		return
 	}
-	c.operatorDeny(name, match, argv[1:])
-	if c.done() {
-		return
+	if len(c.p.denyPrograms) > 0 || len(c.p.denyPatterns) > 0 {
+		c.operatorDeny(name, match.String(), argv[1:])
+		if c.done() {
+			return
+		}
 	}
 	c.allowlisted(name, argv, match)
-	if c.done() {
+	if c.done() || len(c.p.roots) == 0 {
 		return
 	}
 	for _, a := range argv[1:] {
 		switch {
 		case !a.dynamic:
-			c.checkArgPath(a.s, match)
+			c.checkArgPath(a.s, match.String())
 		case strings.HasPrefix(a.s, "$HOME") || strings.HasPrefix(a.s, "${HOME}") || strings.HasPrefix(a.s, `"$HOME`):
-			c.checkPath("~", match) // the home directory is never in the workspace
+			c.checkPath("~", match.String()) // the home directory is never in the workspace
 		}
 	}
 }
 
-func joinWords(ws []word) string {
-	parts := make([]string, len(ws))
-	for i, w := range ws {
-		parts[i] = w.s
+// commandText is the normalised text of a command ("rm -rf /"), for patterns and
+// refusals; most commands need neither, so it is built on first use.
+type commandText struct {
+	name string
+	argv []word
+	s    string
+}
+
+func (t *commandText) String() string {
+	if t.s == "" {
+		if t.argv[0].dynamic {
+			t.s = joinWords(t.argv)
+		} else {
+			t.s = strings.TrimSpace(t.name + " " + joinWords(t.argv[1:]))
+		}
 	}
-	return strings.Join(parts, " ")
+	return t.s
+}
+
+func joinWords(ws []word) string {
+	switch len(ws) {
+	case 0:
+		return ""
+	case 1:
+		return ws[0].s
+	}
+	n := len(ws) - 1
+	for _, w := range ws {
+		n += len(w.s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, w := range ws {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.s)
+	}
+	return b.String()
 }
 
 // Wrappers: programs that run the rest of their arguments as a command.
@@ -520,8 +552,8 @@ func (c *checker) fetchedText(s string) bool {
 	if !strings.Contains(s, "$") {
 		return false
 	}
-	for name, info := range c.vars {
-		if info.fetched && (strings.Contains(s, "$"+name) || strings.Contains(s, "${"+name)) {
+	for _, name := range c.fetchedVars {
+		if strings.Contains(s, "$"+name) || strings.Contains(s, "${"+name) {
 			return true
 		}
 	}
@@ -646,7 +678,7 @@ var harmlessBuiltins = map[string]bool{
 }
 
 // allowlisted applies allowlist mode.
-func (c *checker) allowlisted(name string, argv []word, match string) {
+func (c *checker) allowlisted(name string, argv []word, match *commandText) {
 	if c.p.allowlist == nil || harmlessBuiltins[name] {
 		return
 	}
@@ -657,7 +689,7 @@ func (c *checker) allowlisted(name string, argv []word, match string) {
 	}
 	prefixes, ok := c.p.allowlist[name]
 	if !ok {
-		c.refuse(RuleNotAllowed, match)
+		c.refuse(RuleNotAllowed, match.String())
 		return
 	}
 	for _, prefix := range prefixes {
@@ -665,7 +697,7 @@ func (c *checker) allowlisted(name string, argv []word, match string) {
 			return
 		}
 	}
-	c.refuse(RuleNotAllowed, match)
+	c.refuse(RuleNotAllowed, match.String())
 }
 
 func hasWordPrefix(args []word, prefix []string) bool {

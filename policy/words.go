@@ -35,7 +35,6 @@ type varInfo struct {
 	values   []string
 	array    []string // the elements of a literal array, a=(x y z)
 	unknown  bool     // assigned something only known at run time
-	fetched  bool     // assigned the output of curl or wget
 	overflow bool     // assigned more literal values than are followed
 }
 
@@ -169,8 +168,17 @@ func braceCount(w *syntax.Word) int {
 // expandOne expands a word without braces into alternative field lists.
 func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 	c.step()
-	alts := [][]segment{nil}
+	alts := [][]segment{make([]segment, 0, len(w.Parts))}
 	for _, part := range w.Parts {
+		if sg, ok := staticPart(part, false); ok { // most parts: no alternatives to multiply
+			for i := range alts {
+				alts[i] = append(alts[i], sg)
+			}
+			continue
+		}
+		if c.unknownPart(src, part) { // one unknown part makes the whole word unknown
+			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
+		}
 		choices := c.partSegments(src, part, false)
 		if len(alts)*len(choices) > maxWordAlts {
 			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
@@ -239,6 +247,72 @@ func splitFields(segs []segment, ifs, source string) []word {
 	}
 	flush()
 	return fields
+}
+
+// staticPart returns the one segment of a part that needs no lookup: a literal, a
+// single-quoted string, or a double-quoted string of literals.
+func staticPart(part syntax.WordPart, quoted bool) (segment, bool) {
+	switch p := part.(type) {
+	case *syntax.Lit:
+		s, glob := unescapeLit(p.Value, quoted)
+		return segment{s: s, glob: glob}, true
+	case *syntax.SglQuoted:
+		if p.Dollar {
+			return segment{s: ansiC(p.Value)}, true
+		}
+		return segment{s: p.Value}, true
+	case *syntax.DblQuoted:
+		var b strings.Builder
+		for _, inner := range p.Parts {
+			lit, ok := inner.(*syntax.Lit)
+			if !ok {
+				return segment{}, false
+			}
+			s, _ := unescapeLit(lit.Value, true)
+			b.WriteString(s)
+		}
+		return segment{s: b.String()}, true
+	}
+	return segment{}, false
+}
+
+// unknownPart reports, without building its values, that a part is only known
+// at run time: an unknown variable, a substitution that is not a literal echo,
+// arithmetic, or a double-quoted string holding one of those.
+func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
+	switch p := part.(type) {
+	case *syntax.ParamExp:
+		if p.Param != nil {
+			if info := c.vars[p.Param.Value]; info != nil && info.overflow {
+				return false // partSegments refuses it as too complex
+			}
+		}
+		if _, ok := c.arrayElems(p); ok {
+			return false
+		}
+		_, ok := c.paramValues(p)
+		return !ok
+	case *syntax.DblQuoted:
+		for _, inner := range p.Parts {
+			if c.unknownPart(src, inner) {
+				return true
+			}
+		}
+		return false
+	case *syntax.CmdSubst:
+		if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
+			if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+				switch commandName(call.Args[0].Lit()) {
+				case "echo", "printf":
+					return false // perhaps a literal echo: partSegments decides
+				}
+			}
+		}
+		return true
+	case *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob:
+		return true
+	}
+	return false
 }
 
 // partSegments returns the alternative values of one part of a word; each
