@@ -667,20 +667,32 @@ func partMayHoldCommands(part syntax.WordPart) bool {
 
 // expandArgs returns the alternative argvs of a simple command's words.
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
-	if argv, ok := plainWords(args); ok {
-		return [][]word{argv}
-	}
-	perWord := make([][][]word, len(args))
+	// The common case, every word with one reading, builds one argv and nothing
+	// else; perWord is made only once a word has several readings.
+	argv := make([]word, 0, len(args))
+	var perWord [][][]word
 	total := 1
-	for i, a := range args {
-		perWord[i] = c.expandWord(src, a)
-		total = min(total*len(perWord[i]), maxArgvAlts+1)
-	}
-	if total == 1 { // the common case: one reading of every word
-		argv := make([]word, 0, len(args))
-		for _, choices := range perWord {
-			argv = append(argv, choices[0]...)
+	for _, a := range args {
+		if w, ok := c.simpleWord(src, a); ok {
+			if perWord == nil {
+				argv = append(argv, w)
+			} else {
+				perWord = append(perWord, [][]word{{w}})
+			}
+			continue
 		}
+		alts := c.expandWord(src, a)
+		if len(alts) == 1 && perWord == nil {
+			argv = append(argv, alts[0]...)
+			continue
+		}
+		if perWord == nil {
+			perWord = [][][]word{{argv}}
+		}
+		perWord = append(perWord, alts)
+		total = min(total*len(alts), maxArgvAlts+1)
+	}
+	if perWord == nil {
 		return [][]word{argv}
 	}
 	if total <= maxArgvAlts {
@@ -705,18 +717,29 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	return alts
 }
 
-// plainWords returns the words of a command whose every word is a plain literal
-// or single-quoted string, without the general expansion's allocations.
-func plainWords(args []*syntax.Word) ([]word, bool) {
-	argv := make([]word, 0, len(args))
-	for _, a := range args {
-		s, ok := plainWord(a)
-		if !ok {
-			return nil, false
-		}
-		argv = append(argv, word{s: s})
+// simpleWord expands a word that has one reading and needs no splitting: plain
+// and quoted literals, or any word with an unknown part (then dynamic). Braces,
+// known variables and literal substitutions take the general path.
+func (c *checker) simpleWord(src string, w *syntax.Word) (word, bool) {
+	if s, ok := plainWord(w); ok {
+		return word{s: s}, true
 	}
-	return argv, true
+	var out word
+	for _, part := range w.Parts {
+		if lit, ok := part.(*syntax.Lit); ok && strings.Contains(lit.Value, "{") {
+			return word{}, false // brace expansion
+		}
+		if sg, ok := staticPart(part, false); ok {
+			out.s += sg.s
+			out.glob = out.glob || sg.glob
+			continue
+		}
+		if c.unknownPart(src, part) {
+			return word{s: sourceOf(src, w), dynamic: true}, true
+		}
+		return word{}, false
+	}
+	return out, true
 }
 
 func plainWord(w *syntax.Word) (string, bool) {
