@@ -3,7 +3,8 @@
 //
 // Data flows one way. Run validates the Spec against the operator's Config
 // (defaults and ceilings; an invalid field is a *SpecError and nothing is created),
-// plans a container (no network, read-only root, tmpfs, memory without swap,
+// has the Config's policy judge the command (a refusal is a blocked Result, exit
+// code 126, and nothing is created), plans a container (no network, read-only root, tmpfs, memory without swap,
 // CPU and pids limits, nobody, no capabilities, no-new-privileges, airlock's seccomp
 // profile, an init as PID 1, no engine logs), launches it with its streams attached
 // before it starts, captures stdout and stderr apart with a per-stream cap, enforces
