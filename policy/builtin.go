@@ -207,6 +207,9 @@ func anyRootPath(ws []word) bool {
 	return false
 }
 
+// homeSpellings reduce the ways of writing the home directory to "~".
+var homeSpellings = strings.NewReplacer("${HOME}", "~", "$HOME", "~", `"`, "")
+
 // isRootPath reports whether a target is /, home, or a top-level system directory,
 // with any trailing "/", "/*" or "/.*".
 func isRootPath(w word) bool {
@@ -214,7 +217,7 @@ func isRootPath(w word) bool {
 	if w.dynamic {
 		// Only $HOME is known to be a root of something; other dynamic targets are
 		// unknown, not root.
-		s = strings.NewReplacer("${HOME}", "~", "$HOME", "~", `"`, "").Replace(s)
+		s = homeSpellings.Replace(s)
 		if !strings.HasPrefix(s, "~") {
 			return false
 		}

@@ -482,6 +482,9 @@ func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
 	return out
 }
 
+// printfEscapes turns the separators echo -e and printf write into spaces.
+var printfEscapes = strings.NewReplacer(`\n`, " ", `\t`, " ")
+
 // findStarts returns the start paths of a find stage: find prints them first,
 // then what lies under them, so they are among what a following xargs receives.
 // Other output stays unknown.
@@ -523,7 +526,7 @@ func (c *checker) literalOutput(src string, call *syntax.CallExpr) ([]string, bo
 		if strings.HasPrefix(w.s, "-") && name == "echo" {
 			continue
 		}
-		out = append(out, strings.Fields(strings.NewReplacer(`\n`, " ", `\t`, " ").Replace(w.s))...)
+		out = append(out, strings.Fields(printfEscapes.Replace(w.s))...)
 	}
 	return out, true
 }
