@@ -576,3 +576,13 @@ func TestBypassDynamicLoader(t *testing.T) {
 		{cmd: "/lib64/ld-linux-x86-64.so.2 --list /bin/ls", want: allow},
 	})
 }
+
+// TestBypassRepeatedNestedScript: a nested script judged once is judged again
+// when an eval in between has bound the variables it reads.
+func TestBypassRepeatedNestedScript(t *testing.T) {
+	runCases(t, "repeated nested script", []tcase{
+		{cmd: `eval 'rm -rf $d'; eval 'd=/'; eval 'rm -rf $d'`, want: "rm-root"},
+		{cmd: `trap 'kill $PID' EXIT; trap 'kill $PID' EXIT`, want: allow},
+		{cmd: `eval 'f(){ rm -rf "$1"; }'; f /`, want: "rm-root"},
+	})
+}

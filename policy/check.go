@@ -44,6 +44,8 @@ type checker struct {
 	aliases     map[string]string  // alias name -> its text
 	inCall      map[string]bool    // functions being judged with arguments, against recursion
 	fetchedVars []string           // variables assigned the output of curl or wget
+	judged      map[string]int     // scripts already judged, at the binding generation
+	generation  int                // counts rebindings of $1..$9 by function calls
 	// argsCache holds each simple command's expansions, reset when bindings change.
 	argsCache map[*syntax.CallExpr][][]word
 	refusal   *Decision
@@ -87,6 +89,15 @@ func (c *checker) script(src string, depth int) {
 		c.refuse(RuleTooComplex, "")
 		return
 	}
+	// The same nested script (trap 'kill $PID' EXIT, three times) is judged once,
+	// unless a function call has rebound the words it reads since.
+	if gen, ok := c.judged[src]; ok && gen == c.generation {
+		return
+	}
+	if c.judged == nil {
+		c.judged = map[string]int{}
+	}
+	c.judged[src] = c.generation
 	f, err := parse(src)
 	if err != nil {
 		if c.strict() {
@@ -98,7 +109,11 @@ func (c *checker) script(src string, depth int) {
 		c.denyPatterns(src)
 		return
 	}
+	before := c.stateSize()
 	c.collect(src, f)
+	if c.stateSize() != before {
+		c.generation++ // new bindings: scripts judged before may read differently now
+	}
 	c.walk(src, f, depth)
 }
 
@@ -116,6 +131,19 @@ func parse(src string) (*syntax.File, error) {
 	p := parsers.Get().(*syntax.Parser)
 	defer parsers.Put(p)
 	return p.Parse(strings.NewReader(src), "")
+}
+
+// stateSize measures what collect may add (variables, functions, aliases); it
+// only grows, so a change in size means a change.
+func (c *checker) stateSize() int {
+	n := len(c.funcs) + len(c.aliases) + len(c.bombs) + len(c.fetchedVars)
+	for _, info := range c.vars {
+		n += 1 + len(info.values) + len(info.array)
+		if info.unknown {
+			n++
+		}
+	}
+	return n
 }
 
 // collect records the script's literal assignments and its self-spawning functions
@@ -243,6 +271,7 @@ func (c *checker) appendVar(src string, a *syntax.Assign) {
 		c.vars.setUnknown(a.Name.Value)
 		return
 	}
+	c.generation++ // values are replaced, not only added: stateSize cannot see it
 	heads := info.values
 	if len(heads) == 0 {
 		heads = []string{""}
@@ -356,6 +385,7 @@ type funcDef struct {
 // name), as candidates added to what the script already binds.
 func (c *checker) bindArgs(name string, args []word) {
 	c.argsCache = nil // the words of the body now read differently
+	c.generation++
 	c.vars.add("0", name)
 	var elems []string
 	for i, a := range args {
@@ -538,9 +568,17 @@ func (c *checker) fetches(src string, n syntax.Node) bool {
 		if found {
 			return false
 		}
-		if call, ok := m.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			for _, alt := range c.callArgs(src, call, true) {
-				if argv := c.unwrapQuiet(alt); len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
+		switch m := m.(type) {
+		case *syntax.Word:
+			return mayHoldCommands(m)
+		case *syntax.CallExpr:
+			for _, argv := range c.callArgs(src, m, true) {
+				if len(argv) > 0 && !argv[0].dynamic {
+					if _, wrapped := wrappers[commandName(argv[0].s)]; wrapped {
+						argv = c.unwrapQuiet(argv)
+					}
+				}
+				if len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
 					found = true
 				}
 			}
