@@ -158,7 +158,7 @@ var wrappers = map[string]struct {
 	"stdbuf":   {optsWithValue: "ioe", longWithValue: []string{"--input", "--output", "--error"}},
 	"setsid":   {},
 	"ionice":   {optsWithValue: "cnp", longWithValue: []string{"--class", "--classdata", "--pid"}},
-	"chrt":     {optsWithValue: "T P D", positional: 1},
+	"chrt":     {optsWithValue: "TPD", positional: 1},
 	"taskset":  {optsWithValue: "", positional: 1},
 	"time":     {optsWithValue: "fo", longWithValue: []string{"--format", "--output"}},
 	"command":  {},
