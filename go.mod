@@ -9,7 +9,9 @@ require (
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/profiles/seccomp v0.2.3
 	github.com/testcontainers/testcontainers-go v0.44.0
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.48.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
@@ -65,5 +67,4 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
