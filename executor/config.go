@@ -47,6 +47,15 @@ type Config struct {
 	// MaxArgBytes bounds command, argv, env and labels together; MaxStdin bounds stdin.
 	MaxArgBytes int
 	MaxStdin    int64
+	// DataDir holds the records and logs of background jobs; empty means
+	// store.DefaultDir() ($AIRLOCK_DATA, or under the user's data home).
+	DataDir string
+	// MaxBackgroundTimeout bounds the timeout a background job may ask for (it
+	// has none unless it asks).
+	MaxBackgroundTimeout time.Duration
+	// LogCap is how many bytes of each stream of a background job are kept on
+	// disk; past it the job's output is counted, not kept.
+	LogCap int64
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
@@ -72,16 +81,18 @@ func DefaultConfig() Config {
 			Timeout:   3600 * time.Second,
 			MaxOutput: 64 << 20,
 		},
-		DefaultTailLines: 100,
-		DefaultUser:      "65534:65534",
-		Networks:         []string{"none"},
-		Runtimes:         []string{"runc", "runsc"},
-		DefaultRuntime:   "runc",
-		KillGrace:        2 * time.Second,
-		MaxArgBytes:      1 << 20,
-		MaxStdin:         16 << 20,
-		Policy:           policy.Default(),
-		Logger:           slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		DefaultTailLines:     100,
+		DefaultUser:          "65534:65534",
+		Networks:             []string{"none"},
+		Runtimes:             []string{"runc", "runsc"},
+		DefaultRuntime:       "runc",
+		KillGrace:            2 * time.Second,
+		MaxBackgroundTimeout: 24 * time.Hour,
+		LogCap:               64 << 20,
+		MaxArgBytes:          1 << 20,
+		MaxStdin:             16 << 20,
+		Policy:               policy.Default(),
+		Logger:               slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
 }
 
@@ -115,6 +126,10 @@ func (c *Config) check() error {
 		return fmt.Errorf("config: MaxArgBytes must be positive and MaxStdin not negative")
 	case !slices.Contains(c.Runtimes, c.DefaultRuntime):
 		return fmt.Errorf("config: DefaultRuntime %q is not among Runtimes", c.DefaultRuntime)
+	case c.MaxBackgroundTimeout <= 0:
+		return fmt.Errorf("config: MaxBackgroundTimeout must be positive")
+	case c.LogCap < 1<<10:
+		return fmt.Errorf("config: LogCap %s is below 1KiB", formatBytes(c.LogCap))
 	case c.Logger == nil:
 		return fmt.Errorf("config: Logger is nil")
 	}

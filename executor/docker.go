@@ -1,12 +1,16 @@
 package executor
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -149,7 +153,7 @@ func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, err
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + seccompProfile()},
 		MaskedPaths:    maskedPaths,
-		LogConfig:      container.LogConfig{Type: "none"},
+		LogConfig:      logConfig(p.LogCap),
 		Resources: container.Resources{
 			Memory:     p.Memory,
 			MemorySwap: p.Memory, // swap = memory: no swap at all
@@ -169,6 +173,20 @@ func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, err
 		return "", err
 	}
 	return resp.ID, nil
+}
+
+// logConfig keeps no log for an attached run, and for a background job a
+// bounded one: two files of LogCap each, the older compressed. Whatever the job
+// writes, the engine's disk holds at most that much for it.
+func logConfig(logCap int64) container.LogConfig {
+	if logCap <= 0 {
+		return container.LogConfig{Type: "none"}
+	}
+	return container.LogConfig{Type: "local", Config: map[string]string{
+		"max-size": strconv.FormatInt(logCap, 10),
+		"max-file": "2",
+		"compress": "true",
+	}}
 }
 
 // maskedPaths are the engine's current defaults (docker 28), which add
@@ -205,9 +223,13 @@ func (d *dockerEngine) attach(ctx context.Context, id string, stdin bool) (*atta
 	}, nil
 }
 
-func (d *dockerEngine) wait(ctx context.Context, id string) <-chan error {
+func (d *dockerEngine) wait(ctx context.Context, id string, nextExit bool) <-chan error {
 	done := make(chan error, 1)
-	resC, errC := d.c.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	cond := container.WaitConditionNotRunning
+	if nextExit {
+		cond = container.WaitConditionNextExit
+	}
+	resC, errC := d.c.ContainerWait(ctx, id, cond)
 	go func() {
 		select {
 		case res := <-resC:
@@ -285,6 +307,69 @@ func (d *dockerEngine) stats(ctx context.Context, id string, sample func(usageSa
 		}
 		sample(u)
 	}
+}
+
+func (d *dockerEngine) logs(ctx context.Context, id string, since time.Time, follow bool, frame func(logFrame) error) error {
+	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true, Follow: follow}
+	if !since.IsZero() {
+		opts.Since = fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond())
+	}
+	rc, err := d.c.ContainerLogs(ctx, id, opts)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return readLogFrames(bufio.NewReaderSize(rc, 64<<10), frame)
+}
+
+// readLogFrames splits the engine's multiplexed log stream: each frame is an
+// 8-byte header (stream, 3 zero bytes, big-endian length) and one message, which
+// with timestamps on starts with the stamp and a space.
+func readLogFrames(r io.Reader, frame func(logFrame) error) error {
+	var hdr [8]byte
+	var buf []byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[4:]))
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
+		}
+		if hdr[0] != 1 && hdr[0] != 2 {
+			continue // stdin or the engine's system stream: not output
+		}
+		stamp, data, ok := bytes.Cut(buf, []byte{' '})
+		if !ok {
+			return fmt.Errorf("log message without a timestamp: %.40q", buf)
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(stamp))
+		if err != nil {
+			return fmt.Errorf("log message timestamp: %w", err)
+		}
+		if err := frame(logFrame{Stderr: hdr[0] == 2, Time: t, Data: data}); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *dockerEngine) list(ctx context.Context, label string) ([]containerSummary, error) {
+	cs, err := d.c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]containerSummary, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, containerSummary{ID: c.ID, Labels: c.Labels, Running: c.State == "running"})
+	}
+	return out, nil
 }
 
 func (d *dockerEngine) remove(ctx context.Context, id string) error {

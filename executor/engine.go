@@ -26,9 +26,10 @@ type engine interface {
 	// attach connects to the container's streams; call it before start so that no
 	// byte is written before anyone listens.
 	attach(ctx context.Context, id string, stdin bool) (*attachment, error)
-	// wait arms a wait for the container's next exit; call it before start. The
-	// channel yields once: nil when the container exited.
-	wait(ctx context.Context, id string) <-chan error
+	// wait arms a wait for the container's exit: its next exit (arm it before
+	// start), or with nextExit false, for it not to be running (at once if it has
+	// stopped already). The channel yields once: nil when the container exited.
+	wait(ctx context.Context, id string, nextExit bool) <-chan error
 	start(ctx context.Context, id string) error
 	kill(ctx context.Context, id, signal string) error
 	inspect(ctx context.Context, id string) (containerState, error)
@@ -38,6 +39,28 @@ type engine interface {
 	// remove deletes the container and its anonymous volumes; a container that is
 	// already gone is not an error.
 	remove(ctx context.Context, id string) error
+
+	// logs reads what the engine's log driver kept of a container's output (only
+	// for containers created with a LogCap): every message stamped at or after
+	// since, in order, one call of frame per message. With follow it goes on until
+	// the container stops.
+	logs(ctx context.Context, id string, since time.Time, follow bool, frame func(logFrame) error) error
+	// list lists the containers, running or not, that carry the label (k=v).
+	list(ctx context.Context, label string) ([]containerSummary, error)
+}
+
+// logFrame is one message of a container's log: a line, or a piece of one.
+type logFrame struct {
+	Stderr bool
+	Time   time.Time // the engine's stamp; pieces of one long line share it
+	Data   []byte
+}
+
+// containerSummary is one container as the engine lists it.
+type containerSummary struct {
+	ID      string
+	Labels  map[string]string
+	Running bool
 }
 
 // engineInfo is what the engine says of itself.
@@ -76,6 +99,10 @@ type containerPlan struct {
 	Runtime   string
 	OpenStdin bool
 	Labels    map[string]string
+	// LogCap > 0 has the engine keep the container's output on disk, in its
+	// rotating "local" log, up to about twice LogCap, for airlock to read back
+	// (background jobs); 0 keeps nothing (foreground runs are attached).
+	LogCap int64
 }
 
 // attachment is a live connection to a container's stdio.

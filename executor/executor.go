@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/images"
+	"github.com/airlock-sandbox/airlock/store"
 )
 
 // Labels airlock puts on every container it creates.
@@ -38,6 +39,15 @@ type Executor struct {
 	info engineInfo
 
 	buildMu sync.Mutex // one image build at a time; others wait for its outcome
+
+	// Background jobs: their records and logs, and the watchers of this process.
+	store    *store.Store
+	jobsCtx  context.Context // ends when the executor closes
+	stopJobs context.CancelFunc
+	jobsMu   sync.Mutex
+	jobsWG   sync.WaitGroup
+	watchers map[string]*watcher
+	closed   bool
 }
 
 // Option configures New.
@@ -54,9 +64,11 @@ func withEngine(eng engine) Option {
 }
 
 // New connects to the engine (DOCKER_HOST, or the local socket), checks that it
-// answers, and returns an Executor.
+// answers, opens the data dir of background jobs, reconciles it with the engine
+// (see reconcile), and returns an Executor.
 func New(opts ...Option) (*Executor, error) {
-	e := &Executor{cfg: DefaultConfig()}
+	e := &Executor{cfg: DefaultConfig(), watchers: map[string]*watcher{}}
+	e.jobsCtx, e.stopJobs = context.WithCancel(context.Background())
 	for _, opt := range opts {
 		if err := opt(e); err != nil {
 			return nil, err
@@ -84,16 +96,36 @@ func New(opts ...Option) (*Executor, error) {
 		e.Close()
 		return nil, err
 	}
+	dir := e.cfg.DataDir
+	if dir == "" {
+		dir = store.DefaultDir()
+	}
+	if e.store, err = store.Open(dir); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.reconcile(rctx); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
-// Close releases the connection to the engine. Runs in flight are not affected.
+// Close stops watching background jobs, which go on running for the next
+// executor on the same data dir to adopt, and releases the connection to the
+// engine. Foreground runs in flight are not affected.
 func (e *Executor) Close() error {
+	e.stopWatchers()
 	if e.closeEng != nil {
 		return e.closeEng()
 	}
 	return nil
 }
+
+// DataDir is the directory of the background jobs' records and logs.
+func (e *Executor) DataDir() string { return e.store.Dir() }
 
 // Config returns the configuration in effect, with engine-derived ceilings filled in.
 func (e *Executor) Config() Config { return e.cfg }

@@ -270,7 +270,7 @@ func (s fakeStdin) Write(p []byte) (int, error) {
 	return s.f.stdinBuf.Write(p)
 }
 
-func (f *fakeEngine) wait(ctx context.Context, id string) <-chan error {
+func (f *fakeEngine) wait(ctx context.Context, id string, nextExit bool) <-chan error {
 	f.record("wait", id)
 	c := make(chan error, 1)
 	go func() {
@@ -339,6 +339,17 @@ func (f *fakeEngine) stats(ctx context.Context, id string, sample func(usageSamp
 func (f *fakeEngine) remove(ctx context.Context, id string) error {
 	f.record("remove", id)
 	return nil
+}
+
+// logs and list serve background jobs, which the integration suite tests on the
+// real engine; the fake has no containers to list and no logs to read.
+func (f *fakeEngine) logs(ctx context.Context, id string, since time.Time, follow bool, frame func(logFrame) error) error {
+	f.record("logs", id)
+	return nil
+}
+
+func (f *fakeEngine) list(ctx context.Context, label string) ([]containerSummary, error) {
+	return nil, nil
 }
 
 // newFakeExecutor returns an Executor over f with a test configuration (KillGrace

@@ -39,7 +39,7 @@ func WithLiveOutput(stdout, stderr io.Writer) RunOption {
 // ctx ends first the container is killed, and the Result (state killed, the output
 // so far) comes with ctx's error.
 func (e *Executor) Run(ctx context.Context, spec Spec, opts ...RunOption) (Result, error) {
-	s, err := e.cfg.normalize(spec)
+	s, err := e.cfg.normalize(spec, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -84,20 +84,9 @@ type sandbox struct {
 // how a sandbox comes to exist, so that a pool of pre-started ones can take its
 // place.
 func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, error) {
-	plan := e.plan(id, s)
-	cid, err := e.eng.create(ctx, plan)
-	if errors.Is(err, errNoImage) {
-		if err = e.ensureImage(ctx, s.Image); err == nil {
-			cid, err = e.eng.create(ctx, plan)
-		}
-	}
+	cid, err := e.create(ctx, e.plan(id, s))
 	if err != nil {
-		// A create cut short by ctx may still have made the container: remove it by name.
-		e.discard(context.WithoutCancel(ctx), plan.Name)
-		if errors.Is(err, ErrEngine) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: create container: %v", ErrEngine, err)
+		return nil, err
 	}
 	sb := &sandbox{containerID: cid, exited: make(chan struct{})}
 
@@ -107,7 +96,7 @@ func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, err
 	if sb.att, err = e.eng.attach(bg, cid, s.Stdin != nil); err != nil {
 		return sb, fmt.Errorf("%w: attach: %v", ErrEngine, err)
 	}
-	waitC := e.eng.wait(bg, cid)
+	waitC := e.eng.wait(bg, cid, true)
 	if err := e.eng.start(ctx, cid); err != nil {
 		sb.att.close()
 		return sb, fmt.Errorf("%w: start container: %v", ErrEngine, err)
@@ -118,6 +107,30 @@ func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, err
 	}()
 	return sb, nil
 }
+
+// create creates the container of plan, building or pulling its image first when
+// the engine lacks it. On failure no container is left.
+func (e *Executor) create(ctx context.Context, plan containerPlan) (string, error) {
+	cid, err := e.eng.create(ctx, plan)
+	if errors.Is(err, errNoImage) {
+		if err = e.ensureImage(ctx, plan.Image); err == nil {
+			cid, err = e.eng.create(ctx, plan)
+		}
+	}
+	if err != nil {
+		// A create cut short by ctx may still have made the container: remove it by name.
+		e.discard(context.WithoutCancel(ctx), plan.Name)
+		if errors.Is(err, ErrEngine) {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: create container: %v", ErrEngine, err)
+	}
+	return cid, nil
+}
+
+// abandonAfter is how long past its timeout a foreground sandbox may still exist
+// while its process lives: the kill grace, the output drain, and a margin.
+const abandonAfter = time.Minute + outputDrainTimeout
 
 // plan turns a normalised Spec into the container to create.
 func (e *Executor) plan(id string, s Spec) containerPlan {
@@ -135,6 +148,8 @@ func (e *Executor) plan(id string, s Spec) containerPlan {
 	}
 	labels[LabelManaged] = "true"
 	labels[LabelID] = id
+	deadline := time.Now().Add(s.Timeout.Duration() + e.cfg.KillGrace + abandonAfter)
+	labels[LabelDeadline] = deadline.UTC().Format(time.RFC3339)
 	return containerPlan{
 		Name:      "airlock-" + id,
 		Image:     s.Image,

@@ -624,6 +624,11 @@ func TestRunPlan(t *testing.T) {
 			}
 			wantLabels[LabelManaged] = "true"
 			wantLabels[LabelID] = res.ID
+			deadline, err := time.Parse(time.RFC3339, p.Labels[LabelDeadline])
+			if err != nil || deadline.Before(time.Now()) || deadline.After(time.Now().Add(time.Hour)) {
+				t.Errorf("deadline label %q: want a time after the run's timeout (%v)", p.Labels[LabelDeadline], err)
+			}
+			wantLabels[LabelDeadline] = p.Labels[LabelDeadline]
 			if !maps.Equal(p.Labels, wantLabels) {
 				t.Errorf("plan labels = %v, want %v: the janitor finds containers by these", p.Labels, wantLabels)
 			}

@@ -84,13 +84,16 @@ var (
 
 // normalize checks s against the operator's ceilings and returns it with every
 // default filled in. The first invalid field is reported as a *SpecError.
-func (c *Config) normalize(s Spec) (Spec, error) {
+// normalize checks s against the operator's limits and fills in the defaults,
+// for a foreground run or for a background job.
+func (c *Config) normalize(s Spec, background bool) (Spec, error) {
 	bad := func(field, format string, args ...any) (Spec, error) {
 		return Spec{}, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
-	if s.Background {
+	if s.Background && !background {
 		return bad("background", "Run executes in the foreground; use Start for background jobs")
 	}
+	s.Background = background
 	switch {
 	case s.Command == "" && len(s.Argv) == 0:
 		return bad("command", "one of command or argv is required")
@@ -145,14 +148,18 @@ func (c *Config) normalize(s Spec) (Spec, error) {
 		return bad("image", "%q is not an image reference", s.Image)
 	}
 
-	timeout := float64(s.Timeout)
+	timeout, ceiling := float64(s.Timeout), c.Ceilings.Timeout
+	if background {
+		ceiling = c.MaxBackgroundTimeout
+	}
 	switch {
 	case math.IsNaN(timeout) || timeout < 0:
 		return bad("timeout", "must be a positive number of seconds")
+	case timeout == 0 && background: // none
 	case timeout == 0:
 		s.Timeout = Seconds(c.Defaults.Timeout.Seconds())
-	case timeout > c.Ceilings.Timeout.Seconds(): // in seconds: a huge value overflows a Duration
-		return bad("timeout", "%gs is greater than the server's limit of %gs", timeout, c.Ceilings.Timeout.Seconds())
+	case timeout > ceiling.Seconds(): // in seconds: a huge value overflows a Duration
+		return bad("timeout", "%gs is greater than the server's limit of %gs", timeout, ceiling.Seconds())
 	case timeout < 0.01:
 		return bad("timeout", "%gs is too short; the minimum is 0.01s", timeout)
 	}

@@ -1,0 +1,489 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/store"
+)
+
+// Background jobs (SPEC §6). A job is a detached container whose output the
+// engine keeps in a bounded log; whichever airlock process holds the job's lock
+// copies that log into the data dir, enforces the job's deadlines, and records how
+// it ended. The record and the log files are the truth: any process on the same
+// data dir can answer for any job, and a new process takes over the jobs of one
+// that died, from where it stopped.
+
+// Labels of background containers, besides LabelManaged and LabelID.
+const (
+	// LabelStore names the data dir (store id) that owns the container.
+	LabelStore = labelPrefix + "store"
+	// LabelDeadline is when a foreground run's container is surely abandoned if it
+	// still exists (RFC 3339): its owner would have removed it by then.
+	LabelDeadline = labelPrefix + "deadline"
+)
+
+// ErrNotFound is returned for a process id airlock has no record of.
+var ErrNotFound = errors.New("no such process")
+
+// ErrRunning is returned by Remove for a job that has not ended.
+var ErrRunning = errors.New("process is still running")
+
+// DefaultForceAfter is how long Kill waits after its signal before SIGKILL, when
+// the caller has no preference.
+const DefaultForceAfter = 10 * time.Second
+
+// Process is a background job as Start, List and Kill report it.
+type Process struct {
+	ID         string            `json:"id"`
+	State      State             `json:"state"`
+	Command    string            `json:"command,omitempty"`
+	Argv       []string          `json:"argv,omitempty"`
+	Image      string            `json:"image"`
+	Runtime    string            `json:"runtime"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt *time.Time        `json:"finished_at,omitempty"`
+	// DurationMS is the runtime so far while the job runs.
+	DurationMS int64 `json:"duration_ms"`
+	// ExitCode is set once the job has ended.
+	ExitCode    *int   `json:"exit_code,omitempty"`
+	Signal      string `json:"signal,omitempty"`
+	TimedOut    bool   `json:"timed_out"`
+	OOMKilled   bool   `json:"oom_killed"`
+	Blocked     bool   `json:"blocked"`
+	BlockRule   string `json:"block_rule,omitempty"`
+	BlockReason string `json:"block_reason,omitempty"`
+	Error       string `json:"error,omitempty"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+	StderrBytes int64  `json:"stderr_bytes"`
+}
+
+// job is the stored record of a background job.
+type job struct {
+	ID          string            `json:"id"`
+	State       State             `json:"state"`
+	Command     string            `json:"command,omitempty"`
+	Argv        []string          `json:"argv,omitempty"`
+	EnvNames    []string          `json:"env_names,omitempty"` // values are never stored
+	Image       string            `json:"image"`
+	Runtime     string            `json:"runtime"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	MaxOutput   int64             `json:"max_output"`
+	TailLines   int               `json:"tail_lines"`
+	LogCap      int64             `json:"log_cap"`
+	CreatedAt   time.Time         `json:"created_at"`
+	Deadline    time.Time         `json:"deadline,omitzero"` // from the timeout; zero: none
+	ContainerID string            `json:"container_id,omitempty"`
+
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at,omitzero"`
+	ExitCode    int       `json:"exit_code"`
+	Signal      string    `json:"signal,omitempty"`
+	TimedOut    bool      `json:"timed_out,omitempty"`
+	OOMKilled   bool      `json:"oom_killed,omitempty"`
+	BlockRule   string    `json:"block_rule,omitempty"`
+	BlockReason string    `json:"block_reason,omitempty"`
+	Error       string    `json:"error,omitempty"`
+
+	Kill  *killOrder    `json:"kill,omitempty"`
+	Usage ResourceUsage `json:"usage"`
+	Log   logCursor     `json:"log"`
+}
+
+// killOrder is a request to end a running job, kept in the record so that
+// whichever process watches the job carries it out, escalation included.
+type killOrder struct {
+	Signal  string    `json:"signal"`
+	Timeout bool      `json:"timeout,omitempty"` // the job's own deadline, not a caller
+	At      time.Time `json:"at"`
+	ForceAt time.Time `json:"force_at,omitzero"` // SIGKILL then; zero: never
+	Forced  bool      `json:"forced,omitempty"`
+}
+
+func (j *job) ended() bool { return j.State != StateRunning }
+
+func (j *job) process() Process {
+	p := Process{
+		ID: j.ID, State: j.State, Command: j.Command, Argv: j.Argv, Image: j.Image, Runtime: j.Runtime,
+		Labels: j.Labels, StartedAt: j.StartedAt, Signal: j.Signal, TimedOut: j.TimedOut, OOMKilled: j.OOMKilled,
+		Blocked: j.State == StateBlocked, BlockRule: j.BlockRule, BlockReason: j.BlockReason, Error: j.Error,
+		StdoutBytes: j.Log.Total[stdoutIdx], StderrBytes: j.Log.Total[stderrIdx],
+	}
+	if j.ended() {
+		finished, code := j.FinishedAt, j.ExitCode
+		p.FinishedAt, p.ExitCode = &finished, &code
+		p.DurationMS = j.FinishedAt.Sub(j.StartedAt).Milliseconds()
+	} else {
+		p.DurationMS = time.Since(j.StartedAt).Milliseconds()
+	}
+	return p
+}
+
+// finish records how the job ended.
+func (j *job) finish(st State, exitCode int, reason string) {
+	j.State, j.ExitCode, j.Error = st, exitCode, reason
+	if j.FinishedAt.IsZero() {
+		j.FinishedAt = time.Now().UTC()
+	}
+}
+
+// Start runs spec as a background job and returns as soon as its container has
+// started. The job has no timeout unless spec gives one (at most
+// Config.MaxBackgroundTimeout). A command the policy refuses is recorded and
+// returned with state blocked; nothing runs.
+func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
+	s, err := e.cfg.normalize(spec, true)
+	if err != nil {
+		return Process{}, err
+	}
+	now := time.Now().UTC()
+	j := &job{
+		ID: newID(), State: StateRunning, Command: s.Command, Argv: s.Argv,
+		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels,
+		MaxOutput: s.MaxOutput, TailLines: s.TailLines, LogCap: e.cfg.LogCap, CreatedAt: now, StartedAt: now,
+	}
+	if s.Timeout > 0 {
+		j.Deadline = now.Add(s.Timeout.Duration())
+	}
+	// The lock comes before the record: a record of a running job whose lock is
+	// free has lost its process, and reconcile may act on it.
+	unlock, _, err := e.store.TryLock(j.ID)
+	if err != nil {
+		return Process{}, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+
+	if d := e.check(s); !d.Allowed {
+		j.finish(StateBlocked, ExitBlocked, "")
+		j.BlockRule, j.BlockReason = d.Rule, d.Reason
+		if d.Match != "" {
+			j.BlockReason += ": " + d.Match
+		}
+		j.FinishedAt = j.StartedAt
+		return j.process(), e.put(j)
+	}
+	if err := e.put(j); err != nil {
+		return Process{}, err
+	}
+	fail := func(err error) (Process, error) {
+		j.finish(StateFailed, ExitFailed, err.Error())
+		if perr := e.put(j); perr != nil {
+			e.cfg.Logger.Error("record failed start", "id", j.ID, "err", perr)
+		}
+		return j.process(), err
+	}
+	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
+		return fail(err)
+	}
+	plan := e.plan(j.ID, s)
+	plan.LogCap = j.LogCap
+	plan.Labels[LabelStore] = e.store.ID()
+	delete(plan.Labels, LabelDeadline)
+	cid, err := e.create(ctx, plan)
+	if err != nil {
+		return fail(err)
+	}
+	var att *attachment
+	if s.Stdin != nil {
+		if att, err = e.eng.attach(context.WithoutCancel(ctx), cid, true); err != nil {
+			e.discard(context.WithoutCancel(ctx), cid)
+			return fail(fmt.Errorf("%w: attach: %v", ErrEngine, err))
+		}
+	}
+	if err := e.eng.start(ctx, cid); err != nil {
+		if att != nil {
+			att.close()
+		}
+		e.discard(context.WithoutCancel(ctx), cid)
+		return fail(fmt.Errorf("%w: start container: %v", ErrEngine, err))
+	}
+	if att != nil {
+		go func() {
+			// The output comes through the engine's log; this connection only feeds stdin.
+			go att.copyOutput(io.Discard, io.Discard)
+			io.WriteString(att.stdin, *s.Stdin) // fails only when the process is gone
+			att.closeStdin()
+			att.close()
+		}()
+	}
+	j.ContainerID, j.StartedAt = cid, time.Now().UTC()
+	if err := e.put(j); err != nil {
+		// The container runs and carries the job's labels: the next reconcile adopts it.
+		e.cfg.Logger.Error("record started job", "id", j.ID, "err", err)
+	}
+	locked = false
+	e.watch(j, unlock)
+	return j.process(), nil
+}
+
+// Get reports a job: its state, its exit code once it has ended, its runtime so
+// far, its resource usage, and its output as far as a Result holds it (the first
+// max_output bytes of each stream, and the tails).
+func (e *Executor) Get(ctx context.Context, id string) (Result, error) {
+	j, err := e.job(id)
+	if err != nil {
+		return Result{}, err
+	}
+	e.adopt(j)
+	return e.result(j)
+}
+
+// Wait blocks until the job has ended or ctx ends, and returns its Result. When
+// ctx ends first, the Result is the job's current one, with ctx's error.
+func (e *Executor) Wait(ctx context.Context, id string) (Result, error) {
+	for {
+		j, err := e.job(id)
+		if err != nil {
+			return Result{}, err
+		}
+		if j.ended() {
+			return e.result(j)
+		}
+		e.adopt(j)
+		select {
+		case <-e.changed(id):
+		case <-ctx.Done():
+			r, err := e.result(j)
+			if err != nil {
+				return r, err
+			}
+			return r, fmt.Errorf("wait for %s: %w", id, context.Cause(ctx))
+		}
+	}
+}
+
+// KillResult answers a Kill.
+type KillResult struct {
+	Process Process `json:"process"`
+	// Signal is the signal sent; empty when the job had already ended.
+	Signal string `json:"signal,omitempty"`
+	// AlreadyEnded is true when there was nothing to kill.
+	AlreadyEnded bool   `json:"already_ended"`
+	Message      string `json:"message"`
+}
+
+// Kill sends signal (default SIGTERM) to every process in the job's container and,
+// unless forceAfter is 0, SIGKILL after forceAfter if the job is still running.
+// It returns at once; Wait tells when the job has ended. Killing a job that has
+// already ended is not an error: the answer says so.
+func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.Duration) (KillResult, error) {
+	sig, err := ParseSignal(signal)
+	if err != nil {
+		return KillResult{}, err
+	}
+	if forceAfter < 0 {
+		return KillResult{}, &SpecError{Field: "force_after", Reason: "must not be negative (0 means no escalation)"}
+	}
+	now := time.Now().UTC()
+	j, err := e.update(id, func(j *job) error {
+		if j.ended() {
+			return nil
+		}
+		k := &killOrder{Signal: sig, At: now}
+		if forceAfter > 0 {
+			k.ForceAt = now.Add(forceAfter)
+		}
+		if old := j.Kill; old != nil && !old.ForceAt.IsZero() && (k.ForceAt.IsZero() || old.ForceAt.Before(k.ForceAt)) {
+			k.ForceAt, k.Forced = old.ForceAt, old.Forced // an earlier escalation stands
+		}
+		j.Kill = k
+		return nil
+	})
+	if err != nil {
+		return KillResult{}, err
+	}
+	if j.ended() {
+		msg := fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, j.State, j.ExitCode)
+		return KillResult{Process: j.process(), AlreadyEnded: true, Message: msg}, nil
+	}
+	if err := e.eng.kill(ctx, containerRef(j), sig); err != nil {
+		return KillResult{}, fmt.Errorf("%w: kill: %v", ErrEngine, err)
+	}
+	e.adopt(j)
+	e.poke(id)
+	msg := fmt.Sprintf("sent %s to process %s", sig, id)
+	if forceAfter > 0 {
+		msg += fmt.Sprintf("; SIGKILL follows in %s if it is still running", forceAfter)
+	}
+	return KillResult{Process: j.process(), Signal: sig, Message: msg}, nil
+}
+
+// ListOptions filter and bound List.
+type ListOptions struct {
+	// State keeps the jobs in that state; empty keeps all.
+	State State
+	// Labels keeps the jobs carrying every one of these labels.
+	Labels map[string]string
+	// Limit is the most jobs returned: 0 means 50; at most 1000.
+	Limit int
+}
+
+// ProcessList is a page of jobs, most recent first.
+type ProcessList struct {
+	Processes []Process `json:"processes"`
+	// Total counts the jobs that match, before the limit.
+	Total int `json:"total"`
+}
+
+// List returns the jobs that match opts, most recently started first.
+func (e *Executor) List(ctx context.Context, opts ListOptions) (ProcessList, error) {
+	switch {
+	case opts.Limit < 0 || opts.Limit > 1000:
+		return ProcessList{}, &SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..1000", opts.Limit)}
+	case opts.Limit == 0:
+		opts.Limit = 50
+	}
+	if opts.State != "" && !slices.Contains(states, opts.State) {
+		return ProcessList{}, &SpecError{Field: "state", Reason: fmt.Sprintf("%q is not one of %s", opts.State, joinStates())}
+	}
+	all, err := store.All[job](e.store)
+	if err != nil {
+		return ProcessList{}, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	list := ProcessList{Processes: []Process{}}
+	slices.SortFunc(all, func(a, b job) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	for _, j := range all {
+		if opts.State != "" && j.State != opts.State || !hasLabels(j.Labels, opts.Labels) {
+			continue
+		}
+		list.Total++
+		if len(list.Processes) < opts.Limit {
+			list.Processes = append(list.Processes, j.process())
+		}
+	}
+	return list, nil
+}
+
+// Remove deletes an ended job's record and logs.
+func (e *Executor) Remove(ctx context.Context, id string) error {
+	j, err := e.job(id)
+	if err != nil {
+		return err
+	}
+	if !j.ended() {
+		return fmt.Errorf("process %s: %w; kill it first", id, ErrRunning)
+	}
+	if err := e.store.Delete(id); err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return nil
+}
+
+// Prune removes every job that ended before olderThan ago, and returns their ids.
+func (e *Executor) Prune(ctx context.Context, olderThan time.Duration) ([]string, error) {
+	all, err := store.All[job](e.store)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	cutoff := time.Now().Add(-olderThan)
+	var removed []string
+	for _, j := range all {
+		if j.ended() && j.FinishedAt.Before(cutoff) {
+			if err := e.store.Delete(j.ID); err != nil {
+				return removed, fmt.Errorf("%w: %v", ErrStore, err)
+			}
+			removed = append(removed, j.ID)
+		}
+	}
+	return removed, nil
+}
+
+// ErrStore wraps failures of the data dir (disk full, permissions).
+var ErrStore = errors.New("store")
+
+func (e *Executor) job(id string) (*job, error) {
+	j, err := store.Get[job](e.store, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("process %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return &j, nil
+}
+
+func (e *Executor) put(j *job) error {
+	if err := store.Put(e.store, j.ID, j); err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return nil
+}
+
+func (e *Executor) update(id string, fn func(*job) error) (*job, error) {
+	j, err := store.Update(e.store, id, fn)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("process %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return &j, nil
+}
+
+// containerRef names a job's container: by id once known, else by its name.
+func containerRef(j *job) string {
+	if j.ContainerID != "" {
+		return j.ContainerID
+	}
+	return "airlock-" + j.ID
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+var states = []State{StateRunning, StateCompleted, StateTimedOut, StateKilled, StateBlocked, StateFailed}
+
+func joinStates() string {
+	s := make([]string, len(states))
+	for i, st := range states {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ParseSignal accepts a signal by name (SIGTERM, TERM, term) or number, and
+// returns its canonical name; "" is SIGTERM.
+func ParseSignal(s string) (string, error) {
+	if s == "" {
+		return "SIGTERM", nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if name := unix.SignalName(syscall.Signal(n)); name != "" {
+			return name, nil
+		}
+	} else {
+		name := strings.ToUpper(s)
+		if !strings.HasPrefix(name, "SIG") {
+			name = "SIG" + name
+		}
+		if unix.SignalNum(name) != 0 {
+			return name, nil
+		}
+	}
+	return "", &SpecError{Field: "signal", Reason: fmt.Sprintf("%q is not a signal name or number", s)}
+}

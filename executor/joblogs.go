@@ -1,0 +1,248 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// LogsOptions choose what Logs returns.
+type LogsOptions struct {
+	// Stream is "stdout", "stderr" or "both" (the default).
+	Stream string
+	// Offset is the first byte of each chosen stream to return.
+	Offset int64
+	// Limit is the most bytes returned per stream: 0 means 1 MiB, at most 64 MiB.
+	// Follow ignores it.
+	Limit int64
+	// Follow, when set, receives every byte from Offset on as the job writes it,
+	// until the job has ended and its last byte is delivered (or ctx ends).
+	Follow func(LogChunk) error
+}
+
+// LogChunk is a piece of one stream delivered by a follow.
+type LogChunk struct {
+	Stream string `json:"stream"`
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"data"`
+}
+
+// Logs is a page of a job's output. Sizes count the bytes kept on disk; Bytes
+// count every byte the job wrote, kept or not.
+type Logs struct {
+	ID          string `json:"id"`
+	State       State  `json:"state"`
+	Stdout      []byte `json:"stdout,omitempty"`
+	Stderr      []byte `json:"stderr,omitempty"`
+	StdoutSize  int64  `json:"stdout_size"`
+	StderrSize  int64  `json:"stderr_size"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+	StderrBytes int64  `json:"stderr_bytes"`
+	// Truncated is true when a stream wrote more than the per-job cap keeps.
+	Truncated bool `json:"truncated"`
+	// NextOffset is where the next page of each stream starts.
+	StdoutNext int64 `json:"stdout_next"`
+	StderrNext int64 `json:"stderr_next"`
+}
+
+const (
+	defaultLogsLimit = 1 << 20
+	maxLogsLimit     = 64 << 20
+	followPoll       = 50 * time.Millisecond
+)
+
+// Logs returns a job's output from its log files, which outlive its container and
+// any airlock process.
+func (e *Executor) Logs(ctx context.Context, id string, opts LogsOptions) (Logs, error) {
+	streams, err := chooseStreams(opts.Stream)
+	if err != nil {
+		return Logs{}, err
+	}
+	switch {
+	case opts.Offset < 0:
+		return Logs{}, &SpecError{Field: "offset", Reason: "must not be negative"}
+	case opts.Limit < 0 || opts.Limit > maxLogsLimit:
+		return Logs{}, &SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..%d", opts.Limit, maxLogsLimit)}
+	case opts.Limit == 0:
+		opts.Limit = defaultLogsLimit
+	}
+	j, err := e.job(id)
+	if err != nil {
+		return Logs{}, err
+	}
+	e.adopt(j)
+	if opts.Follow != nil {
+		return e.follow(ctx, j, streams, opts)
+	}
+	out := e.logSizes(j)
+	for _, s := range streams {
+		b, err := readAt(e.logPath(id, s), opts.Offset, opts.Limit)
+		if err != nil {
+			return Logs{}, fmt.Errorf("%w: read %s log: %v", ErrStore, streamNames[s], err)
+		}
+		if s == stdoutIdx {
+			out.Stdout, out.StdoutNext = b, opts.Offset+int64(len(b))
+		} else {
+			out.Stderr, out.StderrNext = b, opts.Offset+int64(len(b))
+		}
+	}
+	return out, nil
+}
+
+// follow delivers the chosen streams from opts.Offset as the files grow, until
+// the job has ended and everything is delivered.
+func (e *Executor) follow(ctx context.Context, j *job, streams []int, opts LogsOptions) (Logs, error) {
+	next := [2]int64{opts.Offset, opts.Offset}
+	ended := j.ended()
+	lastLoad := time.Now()
+	for {
+		// Read the record before the files: once it says ended, the files are whole.
+		if !ended && time.Since(lastLoad) >= 4*followPoll {
+			fresh, err := e.job(j.ID)
+			if err != nil {
+				return Logs{}, err
+			}
+			j, ended, lastLoad = fresh, fresh.ended(), time.Now()
+			e.adopt(j)
+		}
+		for _, s := range streams {
+			for {
+				b, err := readAt(e.logPath(j.ID, s), next[s], defaultLogsLimit)
+				if err != nil {
+					return Logs{}, fmt.Errorf("%w: read %s log: %v", ErrStore, streamNames[s], err)
+				}
+				if len(b) == 0 {
+					break
+				}
+				if err := opts.Follow(LogChunk{Stream: streamNames[s], Offset: next[s], Data: b}); err != nil {
+					return Logs{}, err
+				}
+				next[s] += int64(len(b))
+			}
+		}
+		if ended {
+			out := e.logSizes(j)
+			out.StdoutNext, out.StderrNext = next[stdoutIdx], next[stderrIdx]
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			out := e.logSizes(j)
+			out.StdoutNext, out.StderrNext = next[stdoutIdx], next[stderrIdx]
+			return out, context.Cause(ctx)
+		case <-time.After(followPoll):
+		}
+	}
+}
+
+// logSizes reports the job's log sizes and totals, with no bytes.
+func (e *Executor) logSizes(j *job) Logs {
+	var size, total [2]int64
+	for s := range size {
+		size[s] = fileSize(e.logPath(j.ID, s))
+		total[s] = max(j.Log.Total[s], size[s])
+	}
+	return Logs{
+		ID: j.ID, State: j.State,
+		StdoutSize: size[stdoutIdx], StderrSize: size[stderrIdx],
+		StdoutBytes: total[stdoutIdx], StderrBytes: total[stderrIdx],
+		Truncated: total[stdoutIdx] > size[stdoutIdx] || total[stderrIdx] > size[stderrIdx],
+	}
+}
+
+// result is the job as a Result: the record, with output read from its files.
+func (e *Executor) result(j *job) (Result, error) {
+	r := Result{
+		ID: j.ID, State: j.State, ExitCode: j.ExitCode, Signal: j.Signal, TimedOut: j.TimedOut,
+		OOMKilled: j.OOMKilled, Blocked: j.State == StateBlocked, BlockReason: j.BlockReason, BlockRule: j.BlockRule,
+		Error: j.Error, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ResourceUsage: j.Usage,
+		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels,
+	}
+	r.Success = r.State == StateCompleted && r.ExitCode == 0
+	if j.ended() {
+		r.DurationMS = j.FinishedAt.Sub(j.StartedAt).Milliseconds()
+	} else {
+		r.DurationMS = time.Since(j.StartedAt).Milliseconds()
+	}
+	for s := range streamNames {
+		path := e.logPath(j.ID, s)
+		size := fileSize(path)
+		total := max(j.Log.Total[s], size)
+		head, err := readAt(path, 0, j.MaxOutput)
+		if err != nil {
+			return r, fmt.Errorf("%w: read %s log: %v", ErrStore, streamNames[s], err)
+		}
+		// The file ends where the stream does unless the stream outgrew the cap;
+		// then the watcher's saved tail has the end.
+		var tail []byte
+		if total > size {
+			tail, _ = os.ReadFile(path + ".tail")
+		} else {
+			tail, _ = readAt(path, max(0, size-minTailBytes), minTailBytes)
+		}
+		if s == stdoutIdx {
+			r.Stdout, r.StdoutTruncated, r.StdoutBytes, r.StdoutTail = string(head), total > int64(len(head)), total, lastLines(tail, j.TailLines)
+		} else {
+			r.Stderr, r.StderrTruncated, r.StderrBytes, r.StderrTail = string(head), total > int64(len(head)), total, lastLines(tail, j.TailLines)
+		}
+	}
+	return r, nil
+}
+
+func (e *Executor) logPath(id string, stream int) string {
+	return filepath.Join(e.store.JobDir(id), streamNames[stream])
+}
+
+func chooseStreams(name string) ([]int, error) {
+	switch name {
+	case "", "both":
+		return []int{stdoutIdx, stderrIdx}, nil
+	case "stdout":
+		return []int{stdoutIdx}, nil
+	case "stderr":
+		return []int{stderrIdx}, nil
+	}
+	return nil, &SpecError{Field: "stream", Reason: fmt.Sprintf("%q is not stdout, stderr or both", name)}
+}
+
+// readAt reads up to limit bytes of the file from offset; a missing file is empty.
+func readAt(path string, offset, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := fileSizeOf(f)
+	if offset >= size || limit <= 0 {
+		return nil, nil
+	}
+	b := make([]byte, min(limit, size-offset))
+	n, err := f.ReadAt(b, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:n], nil
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func fileSizeOf(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

@@ -1,0 +1,471 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/store"
+)
+
+// The streams of a job, as indexes into per-stream arrays.
+const (
+	stdoutIdx = 0
+	stderrIdx = 1
+)
+
+var streamNames = [2]string{"stdout", "stderr"}
+
+// logCursor is how far a job's log has been copied from the engine into the
+// data dir. It is saved with the record, and the log files are cut back to Kept
+// before a new copy starts, so a crash at any moment neither loses nor repeats a
+// byte: the copy resumes at the engine's messages stamped Time, skipping the
+// bytes of that stamp it had already taken. Each stream has its own place: the
+// engine stamps each stream's messages in order, but not the two streams against
+// each other, and the pieces of one long line all carry the stamp of the first.
+type logCursor struct {
+	Time   [2]time.Time `json:"time"`    // stamp of the last message taken
+	AtTime [2]int64     `json:"at_time"` // bytes taken from messages stamped Time
+	Kept   [2]int64     `json:"kept"`    // bytes in the stream's file (at most LogCap)
+	Total  [2]int64     `json:"total"`   // bytes the job wrote
+}
+
+// since is where a new read of the engine's log must start to see every message
+// not yet taken.
+func (c *logCursor) since() time.Time {
+	if c.Time[stdoutIdx].IsZero() || c.Time[stderrIdx].IsZero() {
+		return time.Time{}
+	}
+	return minTime(c.Time[stdoutIdx], c.Time[stderrIdx])
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// Intervals of a watcher: how often it checks deadlines, and how often it saves
+// its progress and reads orders other processes left in the record.
+const (
+	watchTick    = 200 * time.Millisecond
+	watchSaveGap = time.Second
+)
+
+// watcher is the one goroutine, in the one process holding the job's lock, that
+// copies a job's output, carries out its kill orders and deadlines, and records
+// its end.
+type watcher struct {
+	e    *Executor
+	id   string
+	poke chan struct{} // a kill order was just recorded
+	done chan struct{} // closed when the watcher stops
+
+	mu     sync.Mutex
+	cur    logCursor
+	replay [2]int64 // bytes of stamp cur.Time[s] seen in the current read
+	files  [2]*os.File
+	tails  [2]ring
+	werr   error // the first failed write to a log file
+	usage  usageMeter
+	j      *job // the record as last read
+}
+
+// watch starts the watcher of j, which holds the job's lock until it stops.
+func (e *Executor) watch(j *job, unlock func()) {
+	w := &watcher{e: e, id: j.ID, j: j, poke: make(chan struct{}, 1), done: make(chan struct{})}
+	e.jobsMu.Lock()
+	if e.closed {
+		e.jobsMu.Unlock()
+		unlock()
+		return
+	}
+	e.watchers[j.ID] = w
+	e.jobsWG.Add(1)
+	e.jobsMu.Unlock()
+	go func() {
+		defer e.jobsWG.Done()
+		defer close(w.done)
+		defer func() {
+			e.jobsMu.Lock()
+			delete(e.watchers, j.ID)
+			e.jobsMu.Unlock()
+			unlock()
+		}()
+		if err := w.run(); err != nil {
+			e.cfg.Logger.Error("background job watcher stopped", "id", j.ID, "err", err)
+		}
+	}()
+}
+
+// adopt starts watching j here when it runs and no process watches it.
+func (e *Executor) adopt(j *job) {
+	if j.ended() {
+		return
+	}
+	e.jobsMu.Lock()
+	_, watched := e.watchers[j.ID]
+	e.jobsMu.Unlock()
+	if watched {
+		return
+	}
+	unlock, ok, err := e.store.TryLock(j.ID)
+	if err != nil || !ok {
+		return // watched by another process
+	}
+	fresh, err := e.job(j.ID) // it may have ended while the lock was held elsewhere
+	if err != nil || fresh.ended() {
+		unlock()
+		return
+	}
+	e.watch(fresh, unlock)
+}
+
+// changed yields when the job may have changed: at once when this process
+// watches it and it ends, else after a short poll.
+func (e *Executor) changed(id string) <-chan struct{} {
+	e.jobsMu.Lock()
+	w := e.watchers[id]
+	e.jobsMu.Unlock()
+	if w != nil {
+		return w.done
+	}
+	c := make(chan struct{})
+	time.AfterFunc(250*time.Millisecond, func() { close(c) })
+	return c
+}
+
+// poke tells the job's watcher, if it is in this process, to read its record now.
+func (e *Executor) poke(id string) {
+	e.jobsMu.Lock()
+	w := e.watchers[id]
+	e.jobsMu.Unlock()
+	if w != nil {
+		select {
+		case w.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stopWatchers stops every watcher of this process, leaving the jobs running for
+// the next process to adopt; each saves its progress first.
+func (e *Executor) stopWatchers() {
+	e.jobsMu.Lock()
+	e.closed = true
+	e.jobsMu.Unlock()
+	e.stopJobs()
+	e.jobsWG.Wait()
+}
+
+func (w *watcher) run() error {
+	e := w.e
+	if err := w.openLogs(); err != nil {
+		return err
+	}
+	defer w.closeLogs()
+	ctx := e.jobsCtx
+	cid := containerRef(w.j)
+	exited := e.eng.wait(ctx, cid, false)
+
+	statsCtx, stopStats := context.WithCancel(ctx)
+	defer stopStats()
+	go e.eng.stats(statsCtx, cid, w.usage.add)
+
+	followCtx, stopFollow := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		for followCtx.Err() == nil {
+			if err := w.read(followCtx, cid, true); err != nil && followCtx.Err() == nil {
+				e.cfg.Logger.Debug("log follow ended with an error", "id", w.id, "err", err)
+			}
+			select { // the follow ends when the container stops; or it broke: again
+			case <-followCtx.Done():
+			case <-time.After(watchTick):
+			}
+		}
+	}()
+	defer func() {
+		stopFollow()
+		<-followed
+	}()
+
+	tick := time.NewTicker(watchTick)
+	defer tick.Stop()
+	lastSave, lastLoad := time.Now(), time.Now()
+	for {
+		select {
+		case err := <-exited:
+			stopFollow()
+			<-followed
+			return w.finish(err)
+		case <-ctx.Done(): // Close: leave the job running for the next process
+			return w.save()
+		case <-w.poke:
+			w.load()
+			lastLoad = time.Now()
+			w.enforce(ctx, cid)
+		case now := <-tick.C:
+			if now.Sub(lastLoad) >= watchSaveGap {
+				w.load()
+				lastLoad = now
+			}
+			w.enforce(ctx, cid)
+			if now.Sub(lastSave) >= watchSaveGap {
+				if err := w.save(); err != nil {
+					e.cfg.Logger.Warn("save job progress", "id", w.id, "err", err)
+				}
+				lastSave = now
+			}
+		}
+	}
+}
+
+// load reads the record again, for kill orders other processes left in it.
+func (w *watcher) load() {
+	j, err := store.Get[job](w.e.store, w.id)
+	if err != nil {
+		w.e.cfg.Logger.Warn("read job record", "id", w.id, "err", err)
+		return
+	}
+	w.mu.Lock()
+	w.j = &j
+	w.mu.Unlock()
+}
+
+// enforce carries out the job's timeout and the escalation of a kill order.
+func (w *watcher) enforce(ctx context.Context, cid string) {
+	e := w.e
+	now := time.Now().UTC()
+	w.mu.Lock()
+	j := w.j
+	w.mu.Unlock()
+	k := j.Kill
+	if k == nil && !j.Deadline.IsZero() && now.After(j.Deadline) {
+		order := &killOrder{Signal: "SIGTERM", Timeout: true, At: now, ForceAt: now.Add(e.cfg.KillGrace)}
+		if e.cfg.KillGrace == 0 {
+			order.Signal, order.Forced = "SIGKILL", true
+		}
+		nj, err := e.update(w.id, func(j *job) error {
+			if j.Kill == nil {
+				j.Kill = order
+			}
+			return nil
+		})
+		if err != nil {
+			e.cfg.Logger.Error("record timeout", "id", w.id, "err", err)
+			return
+		}
+		w.setJob(nj)
+		if nj.Kill != order { // a caller's kill came first
+			return
+		}
+		if err := e.eng.kill(ctx, cid, order.Signal); err != nil {
+			e.cfg.Logger.Warn("kill at timeout", "id", w.id, "err", err)
+		}
+		return
+	}
+	if k != nil && !k.ForceAt.IsZero() && !k.Forced && now.After(k.ForceAt) {
+		nj, err := e.update(w.id, func(j *job) error {
+			if j.Kill != nil {
+				j.Kill.Forced = true
+			}
+			return nil
+		})
+		if err != nil {
+			e.cfg.Logger.Error("record escalation", "id", w.id, "err", err)
+			return
+		}
+		w.setJob(nj)
+		if err := e.eng.kill(ctx, cid, "SIGKILL"); err != nil {
+			e.cfg.Logger.Warn("SIGKILL after force_after", "id", w.id, "err", err)
+		}
+	}
+}
+
+func (w *watcher) setJob(j *job) {
+	w.mu.Lock()
+	w.j = j
+	w.mu.Unlock()
+}
+
+// read copies the engine's log from the cursor on; with follow, until the
+// container stops.
+func (w *watcher) read(ctx context.Context, cid string, follow bool) error {
+	w.mu.Lock()
+	since := w.cur.since()
+	w.replay = [2]int64{}
+	w.mu.Unlock()
+	return w.e.eng.logs(ctx, cid, since, follow, w.take)
+}
+
+// take copies one log message: the part of it not taken before goes to the
+// stream's file, up to the cap, and counts towards the stream's total.
+func (w *watcher) take(f logFrame) error {
+	s := stdoutIdx
+	if f.Stderr {
+		s = stderrIdx
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := &w.cur
+	if !f.Time.Equal(c.Time[s]) {
+		if f.Time.Before(c.Time[s]) {
+			// Taken before: a stream's stamps only grow, so a read that starts
+			// early for the other stream's sake sends these again.
+			return nil
+		}
+		c.Time[s], c.AtTime[s], w.replay[s] = f.Time, 0, 0
+	}
+	seen := w.replay[s] + int64(len(f.Data))
+	fresh := f.Data[len(f.Data)-int(max(0, seen-max(w.replay[s], c.AtTime[s]))):]
+	w.replay[s] = seen
+	c.AtTime[s] = max(c.AtTime[s], seen)
+	if len(fresh) == 0 {
+		return nil
+	}
+	if room := w.j.LogCap - c.Kept[s]; room > 0 {
+		keep := fresh[:min(int64(len(fresh)), room)]
+		if _, err := w.files[s].Write(keep); err != nil {
+			if w.werr == nil {
+				w.werr = err
+				w.e.cfg.Logger.Error("write job log", "id", w.id, "stream", streamNames[s], "err", err)
+			}
+		} else {
+			c.Kept[s] += int64(len(keep))
+		}
+	}
+	c.Total[s] += int64(len(fresh))
+	w.tails[s].write(fresh)
+	return nil
+}
+
+// openLogs opens the job's log files, cut back to what the saved cursor counts,
+// and the saved tails.
+func (w *watcher) openLogs() error {
+	dir := w.e.store.JobDir(w.id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	w.cur = w.j.Log
+	for s, name := range streamNames {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := f.Truncate(w.cur.Kept[s]); err != nil {
+			f.Close()
+			return err
+		}
+		if _, err := f.Seek(w.cur.Kept[s], 0); err != nil {
+			f.Close()
+			return err
+		}
+		w.files[s] = f
+		w.tails[s] = ring{buf: make([]byte, 0, minTailBytes)}
+		if t, err := os.ReadFile(filepath.Join(dir, name+".tail")); err == nil {
+			w.tails[s].write(t)
+		}
+	}
+	w.usage.u = w.j.Usage
+	return nil
+}
+
+func (w *watcher) closeLogs() {
+	for _, f := range w.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// save records the copy's progress and the resource usage so far. Tails are saved
+// only for streams past the cap: the file holds the tail of the others.
+func (w *watcher) save() error {
+	w.mu.Lock()
+	cur := w.cur
+	var tails [2][]byte
+	for s := range tails {
+		if cur.Total[s] > cur.Kept[s] {
+			tails[s] = append([]byte(nil), w.tails[s].bytes()...)
+		}
+	}
+	w.mu.Unlock()
+	dir := w.e.store.JobDir(w.id)
+	for s, t := range tails {
+		if t != nil {
+			// Written before the cursor that counts them, and replaced whole.
+			tmp := filepath.Join(dir, streamNames[s]+".tail.tmp")
+			if err := os.WriteFile(tmp, t, 0o600); err == nil {
+				os.Rename(tmp, filepath.Join(dir, streamNames[s]+".tail"))
+			}
+		}
+	}
+	usage := w.usage.get()
+	nj, err := w.e.update(w.id, func(j *job) error {
+		j.Log, j.Usage = cur, usage
+		return nil
+	})
+	if err == nil {
+		w.setJob(nj)
+	}
+	return err
+}
+
+// finish takes the rest of the log once the container has stopped, records how
+// the job ended, and removes the container.
+func (w *watcher) finish(waitErr error) error {
+	e := w.e
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.jobsCtx), 2*time.Minute)
+	defer cancel()
+	cid := containerRef(w.j)
+	var st containerState
+	var reason error
+	if waitErr != nil {
+		reason = fmt.Errorf("the container is gone (removed outside airlock?): %v", waitErr)
+	} else {
+		if err := w.read(ctx, cid, false); err != nil {
+			e.cfg.Logger.Warn("read the rest of the job's log", "id", w.id, "err", err)
+		}
+		var err error
+		if st, err = e.eng.inspect(ctx, cid); err != nil {
+			reason = fmt.Errorf("%w: inspect container: %v", ErrEngine, err)
+		} else if st.StartedAt.IsZero() {
+			reason = errors.New("the container never started: the airlock process that created it stopped first")
+		}
+	}
+	if err := w.save(); err != nil {
+		return err
+	}
+	if _, err := e.update(w.id, func(j *job) error {
+		if reason != nil {
+			j.finish(StateFailed, ExitFailed, reason.Error())
+			return nil
+		}
+		j.end(st)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if waitErr == nil {
+		e.discard(ctx, cid)
+	}
+	return nil
+}
+
+// end records the engine's final state of the container, and whether a kill
+// order or the timeout ended it.
+func (j *job) end(st containerState) {
+	// A kill order explains the end only when it came before it.
+	ordered := j.Kill != nil && !j.Kill.At.After(st.FinishedAt)
+	r := Result{StartedAt: j.StartedAt}
+	r.ended(st, ordered && j.Kill.Timeout, ordered && !j.Kill.Timeout)
+	j.State, j.ExitCode, j.Signal, j.TimedOut, j.OOMKilled = r.State, r.ExitCode, r.Signal, r.TimedOut, r.OOMKilled
+	j.StartedAt, j.FinishedAt = r.StartedAt, r.FinishedAt
+}

@@ -1,0 +1,95 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/store"
+)
+
+// reconcile makes the data dir and the engine agree, as New starts: it adopts the
+// running jobs no live process watches (their watchers take the output written
+// meanwhile and, for jobs that ended meanwhile, their true end), records the jobs
+// whose container vanished as failed, and removes the containers no record
+// explains, as well as foreground sandboxes abandoned by a process that died.
+func (e *Executor) reconcile(ctx context.Context) error {
+	jobs, err := store.All[job](e.store)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	ours, err := e.eng.list(ctx, LabelStore+"="+e.store.ID())
+	if err != nil {
+		return fmt.Errorf("%w: list containers: %v", ErrEngine, err)
+	}
+	byID := make(map[string]containerSummary, len(ours))
+	for _, c := range ours {
+		byID[c.Labels[LabelID]] = c
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		c, found := byID[j.ID]
+		delete(byID, j.ID)
+		switch {
+		case j.ended() && found: // it ended, but the process stopped before removing it
+			e.discard(ctx, c.ID)
+		case j.ended():
+		case found:
+			if j.ContainerID == "" { // created, but the process stopped before recording it
+				j.ContainerID = c.ID
+			}
+			e.adopt(j)
+		default:
+			e.vanished(j)
+		}
+	}
+	for _, c := range byID {
+		e.cfg.Logger.Warn("removing a container no job record explains", "container_id", c.ID, "id", c.Labels[LabelID])
+		e.discard(ctx, c.ID)
+	}
+	return e.removeAbandoned(ctx)
+}
+
+// vanished records a running job without a container as failed, unless a live
+// process holds its lock (it may be creating the container right now).
+func (e *Executor) vanished(j *job) {
+	unlock, ok, err := e.store.TryLock(j.ID)
+	if err != nil || !ok {
+		return
+	}
+	defer unlock()
+	reason := "the container is gone: it was removed outside airlock while no airlock process watched the job"
+	if j.ContainerID == "" {
+		reason = "the airlock process that started the job stopped before its container was created"
+	}
+	if _, err := e.update(j.ID, func(j *job) error {
+		if !j.ended() {
+			j.finish(StateFailed, ExitFailed, reason)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, ErrNotFound) {
+		e.cfg.Logger.Error("record vanished job", "id", j.ID, "err", err)
+	}
+}
+
+// removeAbandoned removes foreground sandboxes past their deadline: the process
+// that ran them would have removed them by then, so it died.
+func (e *Executor) removeAbandoned(ctx context.Context) error {
+	fg, err := e.eng.list(ctx, LabelManaged+"=true")
+	if err != nil {
+		return fmt.Errorf("%w: list containers: %v", ErrEngine, err)
+	}
+	now := time.Now()
+	for _, c := range fg {
+		d, ok := c.Labels[LabelDeadline]
+		if !ok {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339, d); err == nil && now.After(t) {
+			e.cfg.Logger.Warn("removing an abandoned sandbox", "container_id", c.ID, "id", c.Labels[LabelID])
+			e.discard(ctx, c.ID)
+		}
+	}
+	return nil
+}
