@@ -261,6 +261,9 @@ func isNotRunning(err error) bool { return strings.Contains(err.Error(), "is not
 
 func (d *dockerEngine) inspect(ctx context.Context, id string) (containerState, error) {
 	in, err := d.c.ContainerInspect(ctx, id)
+	if cerrdefs.IsNotFound(err) {
+		return containerState{}, fmt.Errorf("%w: %v", errNoContainer, err)
+	}
 	if err != nil {
 		return containerState{}, err
 	}

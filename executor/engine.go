@@ -137,3 +137,6 @@ type usageSample struct {
 
 // errNoImage is returned by create when the image is not in the engine.
 var errNoImage = errors.New("image not found")
+
+// errNoContainer is returned by inspect when the container does not exist.
+var errNoContainer = errors.New("no such container")

@@ -202,6 +202,23 @@ func (w *watcher) run() error {
 	for {
 		select {
 		case err := <-exited:
+			if ctx.Err() != nil { // Close cut the wait short
+				return w.save()
+			}
+			if err != nil {
+				// The wait broke: see for ourselves whether the container still runs.
+				st, ierr := e.eng.inspect(ctx, cid)
+				switch {
+				case ierr == nil && st.Running:
+					exited = e.eng.wait(ctx, cid, false)
+					continue
+				case ierr == nil: // it stopped: the wait's error does not matter
+					err = nil
+				case !errors.Is(ierr, errNoContainer): // the engine is unwell: leave the job
+					w.save()
+					return fmt.Errorf("wait for the container: %v; inspect: %v", err, ierr)
+				}
+			}
 			stopFollow()
 			<-followed
 			return w.finish(err)
@@ -428,7 +445,7 @@ func (w *watcher) finish(waitErr error) error {
 	var st containerState
 	var reason error
 	if waitErr != nil {
-		reason = fmt.Errorf("the container is gone (removed outside airlock?): %v", waitErr)
+		reason = errors.New("the container is gone: it was removed outside airlock")
 	} else {
 		if err := w.read(ctx, cid, false); err != nil {
 			e.cfg.Logger.Warn("read the rest of the job's log", "id", w.id, "err", err)

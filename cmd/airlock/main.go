@@ -22,12 +22,22 @@ const usage = `airlock runs commands in throw-away, locked-down containers.
 
 Usage:
   airlock run [flags] -- CMD [ARGS...]   run one command and exit with its code
+  airlock start [flags] -- CMD [ARGS...] start a background job; prints its id
+  airlock ps [--all --state S --label K=V --json]
+                                         list background jobs, most recent first
+  airlock logs [-f] [--stream S] ID      print a job's output (-f: as it comes)
+  airlock kill [--signal S --force-after D] ID
+                                         end a job: signal, then SIGKILL after D
+  airlock wait ID                        wait for a job; exit with its exit code
+  airlock rm ID... | --older-than D      delete ended jobs' records and logs
   airlock check [flags] -- 'CMD'         judge a command with the policy; runs nothing
   airlock images build [NAME...]         build the sandbox images (offline)
   airlock images ls                      list the sandbox images in the engine
   airlock version                        print the client and engine versions
 
-Run 'airlock run -h' for the run flags.
+Run 'airlock run -h' for the run flags (start takes the same). Background jobs
+live in $AIRLOCK_DATA (default ~/.local/share/airlock): any airlock command sees
+every job, and jobs outlive the airlock process that started them.
 `
 
 // exitUsage is the exit code of airlock's own failures (bad flags, engine down),
@@ -51,6 +61,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		code, err = runCmd(ctx, args[1:], stdout, stderr)
+	case "start":
+		code, err = startCmd(ctx, args[1:], stdout, stderr)
+	case "ps":
+		err = psCmd(ctx, args[1:], stdout, stderr)
+	case "logs":
+		err = logsCmd(ctx, args[1:], stdout, stderr)
+	case "kill":
+		err = killCmd(ctx, args[1:], stdout, stderr)
+	case "wait":
+		code, err = waitCmd(ctx, args[1:], stdout, stderr)
+	case "rm":
+		err = rmCmd(ctx, args[1:], stdout, stderr)
 	case "check":
 		return checkCmd(args[1:], stdout, stderr)
 	case "images":

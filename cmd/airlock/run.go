@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,7 +19,7 @@ import (
 // runCmd is `airlock run [flags] -- CMD [ARGS...]`: one argument after the flags is
 // a shell command, more are an argv executed without a shell.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	spec, asJSON, pol, err := parseRunFlags(args, stderr)
+	spec, asJSON, pol, err := parseRunFlags("run", args, stderr)
 	if err != nil {
 		return 0, err
 	}
@@ -41,9 +40,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return 0, err
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := printJSON(stdout, res); err != nil {
 			return 0, err
 		}
 	} else {
@@ -76,19 +73,20 @@ func explain(w io.Writer, r executor.Result) {
 	}
 }
 
-// parseRunFlags turns the command line into a Spec. Sizes take docker's units
-// (512m, 1g), the timeout a duration (30s) or plain seconds (30).
-func parseRunFlags(args []string, stderr io.Writer) (spec executor.Spec, asJSON bool, pol *policy.Policy, err error) {
+// parseRunFlags turns the command line of `airlock run` or `airlock start` into a
+// Spec. Sizes take docker's units (512m, 1g), the timeout a duration (30s) or
+// plain seconds (30).
+func parseRunFlags(cmd string, args []string, stderr io.Writer) (spec executor.Spec, asJSON bool, pol *policy.Policy, err error) {
 	var (
 		memory, tmpfsSize, maxOutput string
 		timeout, stdinFile           string
 		policyFile, policyMode       string
 		env, labels                  = kvFlag{}, kvFlag{}
 	)
-	fs := flag.NewFlagSet("airlock run", flag.ContinueOnError)
+	fs := flag.NewFlagSet("airlock "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: airlock run [flags] -- CMD [ARGS...]\n\nOne argument after -- is a shell command (sh -c); more are run directly.\n\nFlags:")
+		fmt.Fprintf(stderr, "Usage: airlock %s [flags] -- CMD [ARGS...]\n\nOne argument after -- is a shell command (sh -c); more are run directly.\n\nFlags:\n", cmd)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&spec.Image, "image", "", "sandbox image (default airlock/minimal)")
@@ -96,7 +94,11 @@ func parseRunFlags(args []string, stderr io.Writer) (spec executor.Spec, asJSON 
 	fs.Float64Var(&spec.CPUs, "cpus", 0, "CPU quota in cores, e.g. 0.5")
 	fs.Int64Var(&spec.Pids, "pids", 0, "maximum number of processes and threads")
 	fs.StringVar(&tmpfsSize, "tmpfs-size", "", "size of /tmp, /workspace and /dev/shm, e.g. 64m")
-	fs.StringVar(&timeout, "timeout", "", "wall-clock limit: 30s, 2m, or seconds (default 60)")
+	timeoutHelp := "wall-clock limit: 30s, 2m, or seconds (default 60)"
+	if cmd == "start" {
+		timeoutHelp = "wall-clock limit: 30s, 2h, or seconds (default none, at most 24h)"
+	}
+	fs.StringVar(&timeout, "timeout", "", timeoutHelp)
 	fs.StringVar(&spec.Workdir, "workdir", "", "working directory in the sandbox (default /workspace)")
 	fs.Var(&env, "env", "environment variable K=V (repeatable)")
 	fs.StringVar(&spec.User, "user", "", "uid[:gid] to run as (default 65534:65534)")
@@ -152,7 +154,7 @@ func parseRunFlags(args []string, stderr io.Writer) (spec executor.Spec, asJSON 
 	}
 	switch rest := fs.Args(); len(rest) {
 	case 0:
-		return spec, false, nil, fmt.Errorf("no command: airlock run [flags] -- CMD [ARGS...]")
+		return spec, false, nil, fmt.Errorf("no command: airlock %s [flags] -- CMD [ARGS...]", cmd)
 	case 1:
 		spec.Command = rest[0]
 	default:

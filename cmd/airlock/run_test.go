@@ -9,7 +9,7 @@ import (
 )
 
 func TestParseRunFlags(t *testing.T) {
-	spec, asJSON, _, err := parseRunFlags([]string{
+	spec, asJSON, _, err := parseRunFlags("run", []string{
 		"--memory", "512m", "--cpus", "0.5", "--pids", "64", "--tmpfs-size", "1g", "--timeout", "2m",
 		"--max-output", "64k", "--env", "A=1", "--env", "B=x=y", "--label", "agent=a1", "--json", "--", "make", "test",
 	}, io.Discard)
@@ -24,7 +24,7 @@ func TestParseRunFlags(t *testing.T) {
 		t.Errorf("parsed %+v json=%v", spec, asJSON)
 	}
 
-	spec, _, _, err = parseRunFlags([]string{"--", "echo hi | wc -c"}, io.Discard)
+	spec, _, _, err = parseRunFlags("run", []string{"--", "echo hi | wc -c"}, io.Discard)
 	if err != nil || spec.Command != "echo hi | wc -c" || spec.Argv != nil {
 		t.Errorf("one argument must be a shell command: %+v %v", spec, err)
 	}
@@ -42,7 +42,7 @@ func TestParseRunFlagsErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--stdin-file", "/no/such/file", "--", "cat"}, "--stdin-file"},
 		{[]string{}, "no command"},
 	} {
-		_, _, _, err := parseRunFlags(tc.args, io.Discard)
+		_, _, _, err := parseRunFlags("run", tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want it to name %s", tc.args, err, tc.want)
 		}
