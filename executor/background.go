@@ -154,9 +154,6 @@ func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
 		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels,
 		MaxOutput: s.MaxOutput, TailLines: s.TailLines, LogCap: e.cfg.LogCap, CreatedAt: now, StartedAt: now,
 	}
-	if s.Timeout > 0 {
-		j.Deadline = now.Add(s.Timeout.Duration())
-	}
 	// The lock comes before the record: a record of a running job whose lock is
 	// free has lost its process, and reconcile may act on it.
 	unlock, _, err := e.store.TryLock(j.ID)
@@ -224,6 +221,9 @@ func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
 		}()
 	}
 	j.ContainerID, j.StartedAt = cid, time.Now().UTC()
+	if s.Timeout > 0 {
+		j.Deadline = j.StartedAt.Add(s.Timeout.Duration())
+	}
 	if err := e.put(j); err != nil {
 		// The container runs and carries the job's labels: the next reconcile adopts it.
 		e.cfg.Logger.Error("record started job", "id", j.ID, "err", err)

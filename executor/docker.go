@@ -176,14 +176,17 @@ func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, err
 }
 
 // logConfig keeps no log for an attached run, and for a background job a
-// bounded one: two files of LogCap each, the older compressed. Whatever the job
-// writes, the engine's disk holds at most that much for it.
+// bounded one: two files, the older compressed, so that whatever the job writes
+// the engine's disk holds a bounded amount for it. A file holds twice the cap
+// (at least 32 MiB): airlock's copy follows the log, and this engine's log
+// follow loses messages when a file rotates under it, so rotation must not come
+// before a stream's kept bytes and the count past them are read.
 func logConfig(logCap int64) container.LogConfig {
 	if logCap <= 0 {
 		return container.LogConfig{Type: "none"}
 	}
 	return container.LogConfig{Type: "local", Config: map[string]string{
-		"max-size": strconv.FormatInt(logCap, 10),
+		"max-size": strconv.FormatInt(max(2*logCap, 32<<20), 10),
 		"max-file": "2",
 		"compress": "true",
 	}}

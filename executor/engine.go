@@ -100,8 +100,8 @@ type containerPlan struct {
 	OpenStdin bool
 	Labels    map[string]string
 	// LogCap > 0 has the engine keep the container's output on disk, in its
-	// rotating "local" log, up to about twice LogCap, for airlock to read back
-	// (background jobs); 0 keeps nothing (foreground runs are attached).
+	// rotating "local" log (see logConfig), for airlock to read back (background
+	// jobs); 0 keeps nothing (foreground runs are attached).
 	LogCap int64
 }
 

@@ -26,7 +26,15 @@ var unchecked *executor.Executor
 var docker *client.Client
 
 func TestMain(m *testing.M) {
-	var err error
+	// Background jobs of the suite, and of the CLI it runs, live in a data dir of
+	// their own, not the user's.
+	dataDir, err := os.MkdirTemp("", "airlock-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(dataDir)
+	os.Setenv("AIRLOCK_DATA", dataDir)
 	if ex, err = executor.New(); err != nil {
 		fmt.Fprintln(os.Stderr, "integration tests need a Docker engine:", err)
 		os.Exit(1)
@@ -51,6 +59,7 @@ func TestMain(m *testing.M) {
 	}
 	ex.Close()
 	unchecked.Close()
+	os.RemoveAll(dataDir)
 	os.Exit(code)
 }
 
