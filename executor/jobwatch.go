@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,14 +25,20 @@ var streamNames = [2]string{"stdout", "stderr"}
 // data dir. It is saved with the record, and the log files are cut back to Kept
 // before a new copy starts, so a crash at any moment neither loses nor repeats a
 // byte: the copy resumes at the engine's messages stamped Time, skipping the
-// bytes of that stamp it had already taken. Each stream has its own place: the
-// engine stamps each stream's messages in order, but not the two streams against
-// each other, and the pieces of one long line all carry the stamp of the first.
+// messages of that stamp it had already taken. Each stream has its own place:
+// the engine stamps each stream's messages in order, but not the two streams
+// against each other, and the pieces of one long line all carry the stamp of
+// the first.
 type logCursor struct {
 	Time   [2]time.Time `json:"time"`    // stamp of the last message taken
-	AtTime [2]int64     `json:"at_time"` // bytes taken from messages stamped Time
-	Kept   [2]int64     `json:"kept"`    // bytes in the stream's file (at most LogCap)
-	Total  [2]int64     `json:"total"`   // bytes the job wrote
+	AtTime [2]int       `json:"at_time"` // messages stamped Time taken
+	// Owed is set when the last message taken did not end a line. This engine's
+	// "local" log drops the newline that ends a line over 16 KiB (it keeps such a
+	// line as pieces, and the last piece loses it): when the stream's next
+	// message is not another piece (a new stamp), the newline was there.
+	Owed  [2]bool  `json:"owed"`
+	Kept  [2]int64 `json:"kept"`  // bytes in the stream's file (at most LogCap)
+	Total [2]int64 `json:"total"` // bytes the job wrote
 }
 
 // since is where a new read of the engine's log must start to see every message
@@ -68,7 +75,7 @@ type watcher struct {
 
 	mu     sync.Mutex
 	cur    logCursor
-	replay [2]int64 // bytes of stamp cur.Time[s] seen in the current read
+	replay [2]int // messages of stamp cur.Time[s] seen in the current read
 	files  [2]*os.File
 	tails  [2]ring
 	werr   error // the first failed write to a log file
@@ -317,13 +324,13 @@ func (w *watcher) setJob(j *job) {
 func (w *watcher) read(ctx context.Context, cid string, follow bool) error {
 	w.mu.Lock()
 	since := w.cur.since()
-	w.replay = [2]int64{}
+	w.replay = [2]int{}
 	w.mu.Unlock()
 	return w.e.eng.logs(ctx, cid, since, follow, w.take)
 }
 
-// take copies one log message: the part of it not taken before goes to the
-// stream's file, up to the cap, and counts towards the stream's total.
+// take copies one log message not taken before to the stream's file, up to the
+// cap, and counts it towards the stream's total.
 func (w *watcher) take(f logFrame) error {
 	s := stdoutIdx
 	if f.Stderr {
@@ -332,23 +339,33 @@ func (w *watcher) take(f logFrame) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := &w.cur
-	if !f.Time.Equal(c.Time[s]) {
-		if f.Time.Before(c.Time[s]) {
-			// Taken before: a stream's stamps only grow, so a read that starts
-			// early for the other stream's sake sends these again.
+	switch {
+	case f.Time.Before(c.Time[s]):
+		// Taken before: a stream's stamps only grow, so a read that starts early
+		// for the other stream's sake sends these again.
+		return nil
+	case f.Time.Equal(c.Time[s]): // the same line, or a read resuming within a stamp
+		w.replay[s]++
+		if w.replay[s] <= c.AtTime[s] {
 			return nil
 		}
-		c.Time[s], c.AtTime[s], w.replay[s] = f.Time, 0, 0
+		c.AtTime[s] = w.replay[s]
+	default:
+		if c.Owed[s] {
+			w.write(s, []byte{'\n'})
+		}
+		c.Time[s], c.AtTime[s], w.replay[s] = f.Time, 1, 1
 	}
-	seen := w.replay[s] + int64(len(f.Data))
-	fresh := f.Data[len(f.Data)-int(max(0, seen-max(w.replay[s], c.AtTime[s]))):]
-	w.replay[s] = seen
-	c.AtTime[s] = max(c.AtTime[s], seen)
-	if len(fresh) == 0 {
-		return nil
-	}
-	if room := w.j.LogCap - c.Kept[s]; room > 0 {
-		keep := fresh[:min(int64(len(fresh)), room)]
+	w.write(s, f.Data)
+	c.Owed[s] = !bytes.HasSuffix(f.Data, []byte{'\n'})
+	return nil
+}
+
+// write appends p to stream s: to its file up to the cap, to its total and tail.
+func (w *watcher) write(s int, p []byte) {
+	c := &w.cur
+	if room := w.j.LogCap - c.Kept[s]; room > 0 && len(p) > 0 {
+		keep := p[:min(int64(len(p)), room)]
 		if _, err := w.files[s].Write(keep); err != nil {
 			if w.werr == nil {
 				w.werr = err
@@ -358,9 +375,8 @@ func (w *watcher) take(f logFrame) error {
 			c.Kept[s] += int64(len(keep))
 		}
 	}
-	c.Total[s] += int64(len(fresh))
-	w.tails[s].write(fresh)
-	return nil
+	c.Total[s] += int64(len(p))
+	w.tails[s].write(p)
 }
 
 // openLogs opens the job's log files, cut back to what the saved cursor counts,
