@@ -206,3 +206,68 @@ func TestCLICheckPolicyFile(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIBackgroundJob drives a job through the CLI as a person would: start,
+// ps, logs -f, kill, ps --all, wait, rm; each command a process of its own.
+func TestCLIBackgroundJob(t *testing.T) {
+	t.Setenv("AIRLOCK_DATA", t.TempDir())
+	out, stderr, code := airlock(t, "", "start", "--label", "who=cli-test", "--", `trap 'echo bye; exit 3' TERM; for i in 1 2 3; do echo tick $i; done; echo warn >&2; while :; do sleep 0.1; done`)
+	id := strings.TrimSpace(out)
+	if code != 0 || len(id) != 24 {
+		t.Fatalf("start: exit %d, stdout %q, stderr %q; want the job id", code, out, stderr)
+	}
+	t.Cleanup(func() { exec.Command(airlockCLI(t), "kill", "--signal", "KILL", id).Run() })
+
+	out, _, code = airlock(t, "", "ps")
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "running") {
+		t.Errorf("ps: exit %d\n%s\nwant the running job", code, out)
+	}
+
+	// logs -f follows until the job ends; the kill below ends it.
+	follow := exec.Command(airlockCLI(t), "logs", "-f", id)
+	var fout, ferr strings.Builder
+	follow.Stdout, follow.Stderr = &fout, &ferr
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+
+	out, stderr, code = airlock(t, "", "kill", "--force-after", "5s", id)
+	if code != 0 || !strings.Contains(out, "sent SIGTERM") || !strings.Contains(out, "killed (exit 3)") {
+		t.Errorf("kill: exit %d\n%s%s", code, out, stderr)
+	}
+	if err := follow.Wait(); err != nil {
+		t.Errorf("logs -f: %v (stderr %q)", err, ferr.String())
+	}
+	if fout.String() != "tick 1\ntick 2\ntick 3\nbye\n" || ferr.String() != "warn\n" {
+		t.Errorf("logs -f: stdout %q stderr %q", fout.String(), ferr.String())
+	}
+
+	out, _, _ = airlock(t, "", "ps")
+	if strings.Contains(out, id) {
+		t.Errorf("ps lists the killed job as running:\n%s", out)
+	}
+	out, _, _ = airlock(t, "", "ps", "--all", "--label", "who=cli-test")
+	if !strings.Contains(out, id) || !strings.Contains(out, "killed") {
+		t.Errorf("ps --all --label: want the job as killed:\n%s", out)
+	}
+	_, stderr, code = airlock(t, "", "wait", id)
+	if code != 3 || !strings.Contains(stderr, "killed (exit 3)") {
+		t.Errorf("wait: exit %d, stderr %q; want the job's code 3", code, stderr)
+	}
+	out, _, code = airlock(t, "", "kill", id)
+	if code != 0 || !strings.Contains(out, "already ended") {
+		t.Errorf("kill of an ended job: exit %d, %q", code, out)
+	}
+	if _, _, code = airlock(t, "", "rm", id); code != 0 {
+		t.Errorf("rm: exit %d", code)
+	}
+	_, stderr, code = airlock(t, "", "logs", id)
+	if code != 125 || !strings.Contains(stderr, id) || !strings.Contains(stderr, "no such process") {
+		t.Errorf("logs of a removed job: exit %d, stderr %q; want not found naming the id", code, stderr)
+	}
+	_, stderr, code = airlock(t, "", "kill", "--signal", "NOPE", id)
+	if code != 125 || !strings.Contains(stderr, "signal") {
+		t.Errorf("kill --signal NOPE: exit %d, stderr %q", code, stderr)
+	}
+}
