@@ -254,6 +254,7 @@ func (e *Executor) Wait(ctx context.Context, id string) (Result, error) {
 			return Result{}, err
 		}
 		if j.ended() {
+			e.awaitRelease(ctx, id)
 			return e.result(j)
 		}
 		e.adopt(j)
@@ -265,6 +266,27 @@ func (e *Executor) Wait(ctx context.Context, id string) (Result, error) {
 				return r, err
 			}
 			return r, fmt.Errorf("wait for %s: %w", id, context.Cause(ctx))
+		}
+	}
+}
+
+// awaitRelease waits for the job's watcher, wherever it runs, to let go of the
+// job: it records the end first and removes the container after, so that a
+// crash between the two loses no outcome. Wait returns after both.
+func (e *Executor) awaitRelease(ctx context.Context, id string) {
+	for {
+		unlock, ok, err := e.store.TryLock(id)
+		if err != nil {
+			return
+		}
+		if ok {
+			unlock()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
