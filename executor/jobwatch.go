@@ -81,6 +81,11 @@ type watcher struct {
 	werr   error // the first failed write to a log file
 	usage  usageMeter
 	j      *job // the record as last read
+	// saved is what the record last got, so that an idle job costs no writes.
+	saved struct {
+		cur   logCursor
+		usage ResourceUsage
+	}
 }
 
 // watch starts the watcher of j, which holds the job's lock until it stops.
@@ -407,6 +412,7 @@ func (w *watcher) openLogs() error {
 		}
 	}
 	w.usage.u = w.j.Usage
+	w.saved.cur, w.saved.usage = w.cur, w.j.Usage
 	return nil
 }
 
@@ -423,6 +429,11 @@ func (w *watcher) closeLogs() {
 func (w *watcher) save() error {
 	w.mu.Lock()
 	cur := w.cur
+	usage := w.usage.get()
+	if w.saved.cur == cur && w.saved.usage == usage {
+		w.mu.Unlock()
+		return nil // nothing new: spare the store a write
+	}
 	var tails [2][]byte
 	for s := range tails {
 		if cur.Total[s] > cur.Kept[s] {
@@ -440,15 +451,18 @@ func (w *watcher) save() error {
 			}
 		}
 	}
-	usage := w.usage.get()
 	nj, err := w.e.update(w.id, func(j *job) error {
 		j.Log, j.Usage = cur, usage
 		return nil
 	})
-	if err == nil {
-		w.setJob(nj)
+	if err != nil {
+		return err
 	}
-	return err
+	w.mu.Lock()
+	w.j = nj
+	w.saved.cur, w.saved.usage = cur, usage
+	w.mu.Unlock()
+	return nil
 }
 
 // finish takes the rest of the log once the container has stopped, records how

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+var jobs = flag.Int("jobs", 200, "background jobs tracked while List and Get are timed (0 skips)")
+
+// background starts *jobs background jobs and times what an agent platform polls
+// while they run: Get of one job and List of the first page, each against the
+// engine's own call for the same thing (ContainerInspect of one of the jobs'
+// containers, ContainerList filtered to them), in the same run.
+func (b *bench) background(ctx context.Context, w *tabwriter.Writer) (err error) {
+	if *jobs <= 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "airlock-bench-data-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg := executor.DefaultConfig()
+	cfg.DataDir = dir
+	ex, err := executor.New(executor.WithConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+
+	ids := make([]string, *jobs)
+	containers := make([]string, *jobs)
+	var startLat []time.Duration
+	var mu sync.Mutex
+	defer func() { // every job ends and its container goes, whatever happened
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			if id == "" {
+				continue
+			}
+			wg.Go(func() {
+				ex.Kill(context.WithoutCancel(ctx), id, "SIGKILL", 0)
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				if _, werr := ex.Wait(wctx, id); werr != nil {
+					mu.Lock()
+					err = fmt.Errorf("job %s did not end: %w", id, werr)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}()
+
+	t0 := time.Now()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var startErr error
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				s := time.Now()
+				p, err := ex.Start(ctx, executor.Spec{Command: "sleep 3600", Image: *image, Labels: map[string]string{"bench": b.session}})
+				mu.Lock()
+				if err != nil && startErr == nil {
+					startErr = err
+				}
+				ids[i] = p.ID
+				startLat = append(startLat, time.Since(s))
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range *jobs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if startErr != nil {
+		return startErr
+	}
+	startAll := time.Since(t0)
+	for i, id := range ids {
+		r, err := ex.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		containers[i] = r.ContainerID
+	}
+	time.Sleep(2 * time.Second) // let every watcher settle into its steady state
+
+	const calls = 500
+	pick := func() int { return rand.IntN(len(ids)) }
+	get, err := timeCalls(calls, func() error { _, err := ex.Get(ctx, ids[pick()]); return err })
+	if err != nil {
+		return err
+	}
+	inspect, err := timeCalls(calls, func() error { _, err := b.cli.ContainerInspect(ctx, containers[pick()]); return err })
+	if err != nil {
+		return err
+	}
+	list, err := timeCalls(calls/5, func() error { _, err := ex.List(ctx, executor.ListOptions{}); return err })
+	if err != nil {
+		return err
+	}
+	f := filters.NewArgs(filters.Arg("label", executor.LabelStore))
+	engineList, err := timeCalls(calls/5, func() error {
+		_, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rate, err := getThroughput(ctx, ex, ids, 8, 3*time.Second)
+	if err != nil {
+		return err
+	}
+
+	slices.Sort(startLat)
+	fmt.Fprintf(w, "\nbackground: %d jobs (`sleep 3600`) started at concurrency 8 in %.1f s; Start p50 %s, p99 %s\n",
+		*jobs, startAll.Seconds(), ms(percentile(startLat, 0.5)), ms(percentile(startLat, 0.99)))
+	fmt.Fprintf(w, "while all %d run, each watched by airlock:\n", *jobs)
+	fmt.Fprintln(w, "call\tp50\tp99\tbaseline (engine)\tp50\tp99\tratio p50\tratio p99")
+	row := func(name string, a []time.Duration, base string, c []time.Duration) {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%.2fx\t%.2fx\n", name, us(percentile(a, 0.5)), us(percentile(a, 0.99)),
+			base, us(percentile(c, 0.5)), us(percentile(c, 0.99)), ratio(percentile(a, 0.5), percentile(c, 0.5)), ratio(percentile(a, 0.99), percentile(c, 0.99)))
+	}
+	row("Get(id)", get, "ContainerInspect", inspect)
+	row("List(first 50)", list, "ContainerList", engineList)
+	fmt.Fprintf(w, "Get throughput, 8 callers\t%.0f/s\n", rate)
+	return w.Flush()
+}
+
+// timeCalls runs fn n times in a row and returns the sorted latencies.
+func timeCalls(n int, fn func() error) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if err := fn(); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	slices.Sort(lat)
+	return lat, nil
+}
+
+// getThroughput calls Get on random jobs from c goroutines for d.
+func getThroughput(ctx context.Context, ex *executor.Executor, ids []string, c int, d time.Duration) (float64, error) {
+	var (
+		mu    sync.Mutex
+		total int
+		first error
+		wg    sync.WaitGroup
+	)
+	end := time.Now().Add(d)
+	for range c {
+		wg.Go(func() {
+			n := 0
+			for time.Now().Before(end) {
+				if _, err := ex.Get(ctx, ids[rand.IntN(len(ids))]); err != nil {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+					return
+				}
+				n++
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return float64(total) / d.Seconds(), first
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
