@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -300,7 +301,7 @@ func TestBackgroundList(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := ids(l); !equalStrings(got, tc.want) || l.Total != tc.total {
+		if got := ids(l); !slices.Equal(got, tc.want) || l.Total != tc.total {
 			t.Errorf("%s: %v total %d, want %v total %d", tc.name, got, l.Total, tc.want, tc.total)
 		}
 	}
@@ -318,10 +319,6 @@ func TestBackgroundList(t *testing.T) {
 	if err != nil || len(pruned) != 3 {
 		t.Errorf("Prune(0) removed %v, %v; want the 3 ended jobs", pruned, err)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	return len(a) == len(b) && (len(a) == 0 || strings.Join(a, ",") == strings.Join(b, ","))
 }
 
 func TestBackgroundFiftyConcurrentJobs(t *testing.T) {

@@ -26,9 +26,7 @@ func startCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return 0, err
 	}
-	cfg := executor.DefaultConfig()
-	cfg.Policy = pol
-	ex, err := executor.New(executor.WithConfig(cfg))
+	ex, err := newExecutor(pol)
 	if err != nil {
 		return 0, err
 	}

@@ -23,9 +23,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return 0, err
 	}
-	cfg := executor.DefaultConfig()
-	cfg.Policy = pol
-	ex, err := executor.New(executor.WithConfig(cfg))
+	ex, err := newExecutor(pol)
 	if err != nil {
 		return 0, err
 	}
@@ -53,6 +51,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return 0, err
 	}
 	return res.ExitCode, nil
+}
+
+// newExecutor opens an executor on the local engine that judges commands with pol.
+func newExecutor(pol *policy.Policy) (*executor.Executor, error) {
+	cfg := executor.DefaultConfig()
+	cfg.Policy = pol
+	return executor.New(executor.WithConfig(cfg))
 }
 
 // explain prints what a person at a terminal would otherwise have to guess: why
