@@ -125,7 +125,7 @@ func (d *dockerEngine) listImages(ctx context.Context) ([]Image, error) {
 }
 
 func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, error) {
-	tmpfsOpts := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", p.TmpfsSize)
+	tmpfsOpts := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", p.TmpfsSize, tmpfsInodes(p.TmpfsSize))
 	init := true
 	pids := p.Pids
 	cfg := &container.Config{
@@ -174,6 +174,13 @@ func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, err
 	}
 	return resp.ID, nil
 }
+
+// tmpfsInodes bounds the files a sandbox tmpfs holds: one per page of its size
+// (at least 1024). Without it the kernel allows millions of empty files in a
+// 64 MiB tmpfs, each a few hundred bytes of kernel memory; with it, inode
+// exhaustion ends in ENOSPC like any other fill. gVisor ignores the option; its
+// tmpfs lives in the sandbox's memory, under the memory limit.
+func tmpfsInodes(size int64) int64 { return max(size/4096, 1024) }
 
 // logConfig keeps no log for an attached run, and for a background job a
 // bounded one: two files, the older compressed, so that whatever the job writes
