@@ -12,13 +12,24 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 CMD     ?= echo "hello from airlock"; id; cat /etc/os-release 2>/dev/null || uname -a
 
-.PHONY: help build images test bench run lint tidy
+PROBE   := bin/airlock-probe
+
+.PHONY: help build images probe test hostile runsc bench run lint tidy
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/airlock, a static binary
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/airlock
+
+probe: ## build bin/airlock-probe, the static in-sandbox probe of the kernel surface
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(PROBE) ./integration/probe
+
+runsc: ## install gVisor (Debian's runsc) and register it with the engine (SIGHUP, no restart)
+	.ci/install-runsc
+
+hostile: images probe ## the hostile-workload battery alone, under runc and (when the engine has it) runsc
+	$(GO) test -race -count=1 -run 'TestHostile' -timeout 30m ./integration/
 
 images: build ## build the sandbox images, offline and without cache
 	$(BIN) images build

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -377,10 +378,12 @@ func TestEngineFailuresAreFailedResults(t *testing.T) {
 		spec          executor.Spec
 	}{
 		{"missing image", "airlock/does-not-exist:v1", executor.Spec{Command: "true", Image: "airlock/does-not-exist:v1"}},
-		{"runtime absent from the engine", "runsc", executor.Spec{Command: "true", Runtime: "runsc"}},
+		// A runtime the operator allows but the engine surely lacks: runsc itself is
+		// registered wherever .ci/install-runsc ran.
+		{"runtime absent from the engine", absentRuntime, executor.Spec{Command: "true", Runtime: absentRuntime}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ex.Run(t.Context(), tc.spec)
+			res, err := withAbsentRuntime(t).Run(t.Context(), tc.spec)
 			if !errors.Is(err, executor.ErrEngine) {
 				t.Errorf("err = %v, want ErrEngine", err)
 			}
@@ -391,6 +394,22 @@ func TestEngineFailuresAreFailedResults(t *testing.T) {
 			assertGone(t, res)
 		})
 	}
+}
+
+// absentRuntime is a runtime name no engine offers.
+const absentRuntime = "airlock-absent-runtime"
+
+// withAbsentRuntime is an executor whose operator allows absentRuntime.
+func withAbsentRuntime(t *testing.T) *executor.Executor {
+	t.Helper()
+	cfg := ex.Config()
+	cfg.Runtimes = append(slices.Clone(cfg.Runtimes), absentRuntime)
+	e, err := executor.New(executor.WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
 
 func TestInvalidSpecNamesTheField(t *testing.T) {

@@ -10,6 +10,10 @@
 // through: a mount of an empty tmpfs, a keyring key, a hostname change inside the
 // sandbox's own UTS namespace.
 //
+// With an argument it is a workload instead: `probe threads` starts OS threads until
+// the kernel refuses one (a thread bomb), `probe fds` opens files until it may not
+// and prints how many it got.
+//
 // It is static (CGO_ENABLED=0) so that it runs in a FROM scratch image:
 //
 //	CGO_ENABLED=0 go build -ldflags='-s -w' -o bin/airlock-probe ./integration/probe
@@ -44,10 +48,52 @@ func (e errOpen) Error() string { return e.what }
 func opened(format string, args ...any) error { return errOpen{fmt.Sprintf(format, args...)} }
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "threads":
+			threadBomb()
+		case "fds":
+			fmt.Printf("opened %d files\n", openFiles())
+		default:
+			fmt.Fprintf(os.Stderr, "probe: unknown workload %q\n", os.Args[1])
+			os.Exit(2)
+		}
+		return
+	}
 	// unshare, setns and friends act on the calling thread: keep each check on one.
 	runtime.LockOSThread()
 	for _, c := range checks {
 		report(c)
+	}
+}
+
+// threadBomb pins goroutines to OS threads that never return, so the Go runtime
+// must make a new thread for each; it dies ("failed to create new OS thread") when
+// the kernel refuses one.
+func threadBomb() {
+	for i := 0; ; i++ {
+		go func() {
+			runtime.LockOSThread()
+			for {
+				unix.Nanosleep(&unix.Timespec{Sec: 3600}, nil)
+			}
+		}()
+		if i%100 == 0 {
+			fmt.Printf("%d threads\n", i)
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// openFiles opens /dev/null until the descriptor limit stops it.
+func openFiles() int {
+	n := 0
+	for {
+		if _, err := unix.Open("/dev/null", unix.O_RDONLY, 0); err != nil {
+			fmt.Printf("stopped by: %v\n", err)
+			return n
+		}
+		n++
 	}
 }
 
@@ -77,7 +123,6 @@ var checks = []check{
 	{"socket-packet", func() error { return socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL))) }},
 	{"socket-vsock", func() error { return socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0) }},
 	{"socket-alg", func() error { return socket(unix.AF_ALG, unix.SOCK_SEQPACKET, 0) }},
-	{"socket-netlink-audit", func() error { return socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_AUDIT) }},
 	{"io_uring_setup", ioUringSetup},
 
 	// Network egress: the sandbox has only a loopback interface.
@@ -118,7 +163,7 @@ var checks = []check{
 	{"kexec_load", func() error { return errnoOf(unix.Syscall6(unix.SYS_KEXEC_LOAD, 0, 0, 0, 0, 0, 0)) }},
 	{"reboot", func() error { return unix.Reboot(unix.LINUX_REBOOT_CMD_CAD_OFF) }},
 	{"iopl", func() error { return errnoOf(unix.Syscall(unix.SYS_IOPL, 3, 0, 0)) }},
-	{"ptrace-pid1", func() error { return unix.PtraceAttach(1) }},
+	{"ptrace-pid1", ptracePID1},
 
 	// Identity and time.
 	{"sethostname", func() error { return unix.Sethostname([]byte("pwned")) }},
@@ -296,6 +341,19 @@ func deviceNodeUsable() error {
 
 // processKeyring is KEY_SPEC_PROCESS_KEYRING (-2) as the syscall takes it.
 var processKeyring = func() uintptr { id := int64(unix.KEY_SPEC_PROCESS_KEYRING); return uintptr(id) }()
+
+// ptracePID1 attaches to the sandbox's init. When that works it waits for the
+// init to stop and lets it go again: a tracer that exits first can leave the
+// init stopped, and the run would then hang until its timeout.
+func ptracePID1() error {
+	if err := unix.PtraceAttach(1); err != nil {
+		return err
+	}
+	var ws unix.WaitStatus
+	unix.Wait4(1, &ws, unix.WALL, nil)
+	unix.PtraceDetach(1)
+	return opened("attached to the init")
+}
 
 func addKey() error {
 	typ, _ := unix.BytePtrFromString("user")
