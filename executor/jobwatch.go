@@ -481,7 +481,7 @@ func (w *watcher) finish(waitErr error) error {
 			e.cfg.Logger.Warn("read the rest of the job's log", "id", w.id, "err", err)
 		}
 		var err error
-		if st, err = e.eng.inspect(ctx, cid); err != nil {
+		if st, err = e.finalState(ctx, cid, w.j.Kill != nil); err != nil {
 			reason = fmt.Errorf("%w: inspect container: %v", ErrEngine, err)
 		} else if st.StartedAt.IsZero() {
 			reason = errors.New("the container never started: the airlock process that created it stopped first")

@@ -243,7 +243,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	if sb.waitErr != nil {
 		return res.failed(fmt.Errorf("%w: wait for container: %v", ErrEngine, sb.waitErr))
 	}
-	st, err := e.eng.inspect(context.WithoutCancel(ctx), sb.containerID)
+	st, err := e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled)
 	if err != nil {
 		return res.failed(fmt.Errorf("%w: inspect container: %v", ErrEngine, err))
 	}
@@ -313,7 +313,26 @@ func (r *Result) ended(st containerState, timedOut, cancelled bool) {
 	} else {
 		r.FinishedAt = time.Now().UTC()
 	}
-	r.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	// gVisor's sandbox can report a finish a hair before its start.
+	r.DurationMS = max(0, r.FinishedAt.Sub(r.StartedAt).Milliseconds())
+}
+
+// oomEventWait bounds how long airlock waits for the engine's OOM flag on a
+// container that ended by SIGKILL: the engine learns of the exit and of the OOM
+// kill from two events, and the exit can come first.
+const oomEventWait = 500 * time.Millisecond
+
+// finalState reads the engine's record of a stopped container. For an exit by
+// a SIGKILL airlock did not send and not (yet) flagged as OOM, it asks again for
+// a moment, so that an OOM kill is reported as one.
+func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock bool) (containerState, error) {
+	st, err := e.eng.inspect(ctx, cid)
+	deadline := time.Now().Add(oomEventWait)
+	for err == nil && !killedByAirlock && st.ExitCode == 128+int(syscall.SIGKILL) && !st.OOMKilled && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		st, err = e.eng.inspect(ctx, cid)
+	}
+	return st, err
 }
 
 // check runs the pre-flight policy on the command a Spec would run.
