@@ -356,8 +356,12 @@ func readLogFrames(r io.Reader, frame func(logFrame) error) error {
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return err
 		}
-		if hdr[0] != 1 && hdr[0] != 2 {
-			continue // stdin or the engine's system stream: not output
+		switch hdr[0] {
+		case 1, 2: // stdout, stderr
+		case 3: // the engine reports a failure of its own read; the caller reads again
+			return fmt.Errorf("engine log read: %s", bytes.TrimSpace(buf))
+		default:
+			continue
 		}
 		stamp, data, ok := bytes.Cut(buf, []byte{' '})
 		if !ok {
