@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,9 @@ func TestMain(m *testing.M) {
 	ex.Close()
 	unchecked.Close()
 	os.RemoveAll(dataDir)
+	if cliPath != "" { // the CLI the tests built
+		os.RemoveAll(filepath.Dir(cliPath))
+	}
 	os.Exit(code)
 }
 
