@@ -185,15 +185,15 @@ func tmpfsInodes(size int64) int64 { return max(size/4096, 1024) }
 // logConfig keeps no log for an attached run, and for a background job a
 // bounded one: two files, the older compressed, so that whatever the job writes
 // the engine's disk holds a bounded amount for it. A file holds twice the cap
-// (at least 32 MiB): airlock's copy follows the log, and this engine's log
-// follow loses messages when a file rotates under it, so rotation must not come
-// before a stream's kept bytes and the count past them are read.
+// (at least 64 MiB): airlock's copy follows the log, and this engine's log
+// follow skips what a rotation takes away before it was read, so the files must
+// be large enough for the copy to keep up with all but a flood.
 func logConfig(logCap int64) container.LogConfig {
 	if logCap <= 0 {
 		return container.LogConfig{Type: "none"}
 	}
 	return container.LogConfig{Type: "local", Config: map[string]string{
-		"max-size": strconv.FormatInt(max(2*logCap, 32<<20), 10),
+		"max-size": strconv.FormatInt(max(2*logCap, 64<<20), 10),
 		"max-file": "2",
 		"compress": "true",
 	}}

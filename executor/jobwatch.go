@@ -354,6 +354,12 @@ func (w *watcher) take(f logFrame) error {
 		if w.replay[s] <= c.AtTime[s] {
 			return nil
 		}
+		if !c.Owed[s] {
+			// The message taken last under this stamp ended its line, and every
+			// line gets a stamp of its own: this is the engine sending it again
+			// (its log follow does, across a file rotation).
+			return nil
+		}
 		c.AtTime[s] = w.replay[s]
 	default:
 		if c.Owed[s] {

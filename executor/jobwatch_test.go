@@ -120,3 +120,21 @@ func TestTakeKeepsTheCapAndCountsThePast(t *testing.T) {
 		t.Errorf("tail %q", got)
 	}
 }
+
+// The engine's log follow can send a message again across a file rotation. A line
+// gets a stamp of its own, so a second message under the stamp of one that ended
+// its line is that message again; pieces of one long line share a stamp and are
+// all taken.
+func TestTakeSkipsMessagesTheEngineSendsTwice(t *testing.T) {
+	w := newTestWatcher(t, logCursor{}, 1<<20)
+	for _, f := range []logFrame{
+		frame(false, 1, "one\n"), frame(false, 1, "one\n"), // sent twice
+		frame(false, 2, "lo"), frame(false, 2, "ng\n"), // one line in pieces
+		frame(false, 3, "two\n"),
+	} {
+		w.take(f)
+	}
+	if got := w.contents(t, stdoutIdx); got != "one\nlong\ntwo\n" {
+		t.Errorf("stdout = %q, want each line once", got)
+	}
+}

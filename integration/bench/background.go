@@ -143,6 +143,49 @@ func (b *bench) background(ctx context.Context, w *tabwriter.Writer) (err error)
 	return w.Flush()
 }
 
+// floods has a background job write 1 GB as fast as it can, as lines and as one
+// line, and prints how many bytes airlock counted against how many were written:
+// past the per-job cap the count comes from following the engine's log, which
+// this engine can let fall behind a flood.
+func floods(ctx context.Context, w *tabwriter.Writer) error {
+	dir, err := os.MkdirTemp("", "airlock-bench-data-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg := executor.DefaultConfig()
+	cfg.DataDir = dir
+	ex, err := executor.New(executor.WithConfig(cfg))
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	const written = 1_000_000_000
+	fmt.Fprintf(w, "\nbackground flood of %d bytes, alone (count past the 64 MiB cap)\n", written)
+	fmt.Fprintln(w, "shape\tcounted\tcounted / written\tseconds\tMB/s")
+	for _, f := range []struct{ name, cmd string }{
+		{"1000-byte lines", `x=$(head -c 989 /dev/zero | tr '\0' x); awk -v s="$x" 'BEGIN{for(i=0;i<1000000;i++) printf "%09d %s\n", i, s}'`},
+		{"one line, no newline", `x=$(head -c 990 /dev/zero | tr '\0' x); awk -v s="$x" 'BEGIN{for(i=0;i<1000000;i++) printf "%09d%s", i, s}'`},
+	} {
+		t0 := time.Now()
+		p, err := ex.Start(ctx, executor.Spec{Command: f.cmd, Image: *image})
+		if err != nil {
+			return err
+		}
+		r, err := ex.Wait(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		if r.State != executor.StateCompleted {
+			return fmt.Errorf("flood %q: %s %d %s", f.name, r.State, r.ExitCode, r.Error)
+		}
+		secs := time.Since(t0).Seconds()
+		fmt.Fprintf(w, "%s\t%d\t%.4f\t%.1f\t%.0f\n", f.name, r.StdoutBytes, float64(r.StdoutBytes)/written, secs, written/secs/1e6)
+		ex.Remove(ctx, p.ID)
+	}
+	return w.Flush()
+}
+
 // timeCalls runs fn n times in a row and returns the sorted latencies.
 func timeCalls(n int, fn func() error) ([]time.Duration, error) {
 	lat := make([]time.Duration, 0, n)
