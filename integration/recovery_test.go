@@ -168,3 +168,36 @@ func diffLines(got, want string) string {
 	}
 	return fmt.Sprintf("got %d lines, want %d", len(g), len(w))
 }
+
+// TestAbandonedSandboxesAreRemoved: a foreground sandbox whose airlock process
+// died stays on the engine; the next executor removes it once the deadline on its
+// label has passed, and leaves alone one whose owner may still be running it.
+func TestAbandonedSandboxesAreRemoved(t *testing.T) {
+	ctx := t.Context()
+	create := func(deadline time.Time) string {
+		c, err := docker.ContainerCreate(ctx, &container.Config{Image: "airlock/minimal", Cmd: []string{"sleep", "1000"}, Labels: map[string]string{
+			executor.LabelManaged:  "true",
+			executor.LabelID:       "abandoned-" + fmt.Sprint(deadline.Unix()),
+			executor.LabelDeadline: deadline.UTC().Format(time.RFC3339),
+		}}, nil, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { docker.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) })
+		return c.ID
+	}
+	past, future := create(time.Now().Add(-time.Minute)), create(time.Now().Add(time.Hour))
+	cfg := executor.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	e, err := executor.New(executor.WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := docker.ContainerInspect(ctx, past); err == nil {
+		t.Error("a sandbox past its deadline was not removed")
+	}
+	if _, err := docker.ContainerInspect(ctx, future); err != nil {
+		t.Errorf("a sandbox within its deadline was removed: %v", err)
+	}
+}
