@@ -319,8 +319,9 @@ func (r *Result) ended(st containerState, timedOut, cancelled bool) {
 
 // oomEventWait bounds how long airlock waits for the engine's OOM flag on a
 // container that ended by SIGKILL: the engine learns of the exit and of the OOM
-// kill from two events, and the exit can come first.
-const oomEventWait = 500 * time.Millisecond
+// kill from two events, and the exit can come first (by over 500 ms on a busy
+// engine).
+const oomEventWait = 2 * time.Second
 
 // finalState reads the engine's record of a stopped container. For an exit by
 // a SIGKILL airlock did not send and not (yet) flagged as OOM, it asks again for
