@@ -27,18 +27,11 @@ func (b *bench) background(ctx context.Context, w *tabwriter.Writer) (err error)
 	if *jobs <= 0 {
 		return nil
 	}
-	dir, err := os.MkdirTemp("", "airlock-bench-data-")
+	ex, closeEx, err := newJobExecutor()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg := executor.DefaultConfig()
-	cfg.DataDir = dir
-	ex, err := executor.New(executor.WithConfig(cfg))
-	if err != nil {
-		return err
-	}
-	defer ex.Close()
+	defer closeEx()
 
 	ids := make([]string, *jobs)
 	containers := make([]string, *jobs)
@@ -148,18 +141,11 @@ func (b *bench) background(ctx context.Context, w *tabwriter.Writer) (err error)
 // past the per-job cap the count comes from following the engine's log, which
 // this engine can let fall behind a flood.
 func floods(ctx context.Context, w *tabwriter.Writer) error {
-	dir, err := os.MkdirTemp("", "airlock-bench-data-")
+	ex, closeEx, err := newJobExecutor()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg := executor.DefaultConfig()
-	cfg.DataDir = dir
-	ex, err := executor.New(executor.WithConfig(cfg))
-	if err != nil {
-		return err
-	}
-	defer ex.Close()
+	defer closeEx()
 	const written = 1_000_000_000
 	fmt.Fprintf(w, "\nbackground flood of %d bytes, alone (count past the 64 MiB cap)\n", written)
 	fmt.Fprintln(w, "shape\tcounted\tcounted / written\tseconds\tMB/s")
@@ -184,6 +170,21 @@ func floods(ctx context.Context, w *tabwriter.Writer) error {
 		ex.Remove(ctx, p.ID)
 	}
 	return w.Flush()
+}
+
+// newJobExecutor opens an executor on a data dir of its own, which close removes.
+func newJobExecutor() (ex *executor.Executor, close func(), err error) {
+	dir, err := os.MkdirTemp("", "airlock-bench-data-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := executor.DefaultConfig()
+	cfg.DataDir = dir
+	if ex, err = executor.New(executor.WithConfig(cfg)); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return ex, func() { ex.Close(); os.RemoveAll(dir) }, nil
 }
 
 // timeCalls runs fn n times in a row and returns the sorted latencies.
