@@ -219,7 +219,11 @@ func readAt(path string, offset, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	size := fileSizeOf(f)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := fi.Size()
 	if offset >= size || limit <= 0 {
 		return nil, nil
 	}
@@ -233,14 +237,6 @@ func readAt(path string, offset, limit int64) ([]byte, error) {
 
 func fileSize(path string) int64 {
 	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-func fileSizeOf(f *os.File) int64 {
-	fi, err := f.Stat()
 	if err != nil {
 		return 0
 	}
