@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,8 +48,8 @@ func (e *Executor) Run(ctx context.Context, spec Spec, opts ...RunOption) (Resul
 	for _, opt := range opts {
 		opt(&o)
 	}
-	res := Result{ID: newID(), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, StartedAt: time.Now().UTC()}
-	if d := e.check(s); !d.Allowed {
+	res := Result{ID: cmp.Or(s.ID, NewID()), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: s.Tenant, StartedAt: time.Now().UTC()}
+	if d := e.Check(s); !d.Allowed {
 		return res.blocked(d), nil
 	}
 	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
@@ -128,9 +129,19 @@ func (e *Executor) create(ctx context.Context, plan containerPlan) (string, erro
 	return cid, nil
 }
 
+// Terminating a sandbox waits on the engine, which under load (a hundred gVisor
+// sandboxes killed at once on two cores) can take tens of seconds per call: each
+// signal call gets signalTimeout, and the SIGKILL with the wait for the stop gets
+// killWait before the run is reported failed.
+const (
+	signalTimeout = 30 * time.Second
+	killWait      = 2 * time.Minute
+)
+
 // abandonAfter is how long past its timeout a foreground sandbox may still exist
-// while its process lives: the kill grace, the output drain, and a margin.
-const abandonAfter = time.Minute + outputDrainTimeout
+// while its process lives: the kill grace, the engine's slowest kill, the output
+// drain, and a margin.
+const abandonAfter = signalTimeout + killWait + outputDrainTimeout + 30*time.Second
 
 // plan turns a normalised Spec into the container to create.
 func (e *Executor) plan(id string, s Spec) containerPlan {
@@ -237,7 +248,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	select {
 	case <-sb.exited:
 	default: // terminate gave up: the engine did not stop the container
-		return res.failed(fmt.Errorf("%w: container %s did not stop after SIGKILL", ErrEngine, sb.containerID))
+		return res.failed(fmt.Errorf("%w: container %s did not stop within %s of SIGKILL", ErrEngine, sb.containerID, killWait))
 	}
 
 	if sb.waitErr != nil {
@@ -258,10 +269,12 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 // it on, then SIGKILL once the grace period is over. The kill of PID 1 takes the
 // whole PID namespace with it, so no descendant survives.
 func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
+	base := context.WithoutCancel(ctx)
 	if e.cfg.KillGrace > 0 {
-		if err := e.eng.kill(kctx, sb.containerID, "SIGTERM"); err != nil {
+		tctx, cancel := context.WithTimeout(base, signalTimeout)
+		err := e.eng.kill(tctx, sb.containerID, "SIGTERM")
+		cancel()
+		if err != nil {
 			e.cfg.Logger.Warn("SIGTERM failed", "container_id", sb.containerID, "err", err)
 		}
 		select {
@@ -270,13 +283,15 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 		case <-time.After(e.cfg.KillGrace):
 		}
 	}
+	kctx, cancel := context.WithTimeout(base, killWait)
+	defer cancel()
 	if err := e.eng.kill(kctx, sb.containerID, "SIGKILL"); err != nil {
 		e.cfg.Logger.Warn("SIGKILL failed", "container_id", sb.containerID, "err", err)
 	}
 	select {
 	case <-sb.exited:
 	case <-kctx.Done():
-		e.cfg.Logger.Error("container did not stop after SIGKILL", "container_id", sb.containerID)
+		e.cfg.Logger.Error("container did not stop after SIGKILL", "container_id", sb.containerID, "waited", killWait.String())
 	}
 }
 
@@ -313,8 +328,13 @@ func (r *Result) ended(st containerState, timedOut, cancelled bool) {
 	} else {
 		r.FinishedAt = time.Now().UTC()
 	}
-	// gVisor's sandbox can report a finish a hair before its start.
-	r.DurationMS = max(0, r.FinishedAt.Sub(r.StartedAt).Milliseconds())
+	// The engine's two stamps come from different clocks (the runtime's start, the
+	// daemon's exit): a run of a few milliseconds can show a finish a hair before
+	// its start. A result never says time ran backwards.
+	if r.FinishedAt.Before(r.StartedAt) {
+		r.FinishedAt = r.StartedAt
+	}
+	r.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
 }
 
 // oomEventWait bounds how long airlock waits for the engine's OOM flag on a
@@ -336,15 +356,17 @@ func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock b
 	return st, err
 }
 
-// check runs the pre-flight policy on the command a Spec would run.
-func (e *Executor) check(s Spec) policy.Decision {
+// Check runs the pre-flight policy (the Spec's own, else the operator's) on the
+// command a Spec would run, and runs nothing.
+func (e *Executor) Check(s Spec) policy.Decision {
+	p := cmp.Or(s.Policy, e.cfg.Policy)
 	switch {
-	case e.cfg.Policy == nil:
+	case p == nil:
 		return policy.Decision{Allowed: true, Mode: policy.ModeOff}
 	case s.Command != "":
-		return e.cfg.Policy.Check(s.Command)
+		return p.Check(s.Command)
 	}
-	return e.cfg.Policy.CheckArgv(s.Argv)
+	return p.CheckArgv(s.Argv)
 }
 
 // blocked is the Result of a command the policy refused: nothing ran.
