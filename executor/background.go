@@ -53,6 +53,7 @@ type Process struct {
 	Image      string            `json:"image"`
 	Runtime    string            `json:"runtime"`
 	Labels     map[string]string `json:"labels,omitempty"`
+	Tenant     string            `json:"tenant,omitempty"`
 	StartedAt  time.Time         `json:"started_at"`
 	FinishedAt *time.Time        `json:"finished_at,omitempty"`
 	// DurationMS is the runtime so far while the job runs.
@@ -80,6 +81,7 @@ type job struct {
 	Image       string            `json:"image"`
 	Runtime     string            `json:"runtime"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	Tenant      string            `json:"tenant,omitempty"`
 	MaxOutput   int64             `json:"max_output"`
 	TailLines   int               `json:"tail_lines"`
 	LogCap      int64             `json:"log_cap"`
@@ -117,7 +119,7 @@ func (j *job) ended() bool { return j.State != StateRunning }
 func (j *job) process() Process {
 	p := Process{
 		ID: j.ID, State: j.State, Command: j.Command, Argv: j.Argv, Image: j.Image, Runtime: j.Runtime,
-		Labels: j.Labels, StartedAt: j.StartedAt, Signal: j.Signal, TimedOut: j.TimedOut, OOMKilled: j.OOMKilled,
+		Labels: j.Labels, Tenant: j.Tenant, StartedAt: j.StartedAt, Signal: j.Signal, TimedOut: j.TimedOut, OOMKilled: j.OOMKilled,
 		Blocked: j.State == StateBlocked, BlockRule: j.BlockRule, BlockReason: j.BlockReason, Error: j.Error,
 		StdoutBytes: j.Log.Total[stdoutIdx], StderrBytes: j.Log.Total[stderrIdx],
 	}
@@ -150,8 +152,8 @@ func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
 	}
 	now := time.Now().UTC()
 	j := &job{
-		ID: newID(), State: StateRunning, Command: s.Command, Argv: s.Argv,
-		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels,
+		ID: cmp.Or(s.ID, NewID()), State: StateRunning, Command: s.Command, Argv: s.Argv,
+		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: s.Tenant,
 		MaxOutput: s.MaxOutput, TailLines: s.TailLines, LogCap: e.cfg.LogCap, CreatedAt: now, StartedAt: now,
 	}
 	// The lock comes before the record: a record of a running job whose lock is
@@ -167,7 +169,7 @@ func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
 		}
 	}()
 
-	if d := e.check(s); !d.Allowed {
+	if d := e.Check(s); !d.Allowed {
 		j.finish(StateBlocked, ExitBlocked, "")
 		j.BlockRule, j.BlockReason = d.Rule, d.Reason
 		if d.Match != "" {
@@ -319,7 +321,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 			return nil
 		}
 		k := &killOrder{Signal: sig, At: now}
-		if forceAfter > 0 {
+		if forceAfter > 0 && sig != "SIGKILL" {
 			k.ForceAt = now.Add(forceAfter)
 		}
 		if old := j.Kill; old != nil && !old.ForceAt.IsZero() && (k.ForceAt.IsZero() || old.ForceAt.Before(k.ForceAt)) {
@@ -341,7 +343,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 	e.adopt(j)
 	e.poke(id)
 	msg := fmt.Sprintf("sent %s to process %s", sig, id)
-	if forceAfter > 0 {
+	if forceAfter > 0 && sig != "SIGKILL" { // SIGKILL is its own escalation
 		msg += fmt.Sprintf("; SIGKILL follows in %s if it is still running", forceAfter)
 	}
 	return KillResult{Process: j.process(), Signal: sig, Message: msg}, nil
@@ -355,6 +357,8 @@ type ListOptions struct {
 	Labels map[string]string
 	// Limit is the most jobs returned: 0 means 50; at most 1000.
 	Limit int
+	// Tenant, when set, keeps only that tenant's jobs.
+	Tenant string
 }
 
 // ProcessList is a page of jobs, most recent first.
@@ -384,7 +388,8 @@ func (e *Executor) List(ctx context.Context, opts ListOptions) (ProcessList, err
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	for _, j := range all {
-		if opts.State != "" && j.State != opts.State || !hasLabels(j.Labels, opts.Labels) {
+		if opts.State != "" && j.State != opts.State || !hasLabels(j.Labels, opts.Labels) ||
+			opts.Tenant != "" && j.Tenant != opts.Tenant {
 			continue
 		}
 		list.Total++
@@ -393,6 +398,16 @@ func (e *Executor) List(ctx context.Context, opts ListOptions) (ProcessList, err
 		}
 	}
 	return list, nil
+}
+
+// Owner returns the tenant that started the job ("" when none was named), for a
+// server to refuse other tenants before it acts on an id.
+func (e *Executor) Owner(id string) (string, error) {
+	j, err := e.job(id)
+	if err != nil {
+		return "", err
+	}
+	return j.Tenant, nil
 }
 
 // Remove deletes an ended job's record and logs.

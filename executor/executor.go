@@ -124,6 +124,14 @@ func (e *Executor) Close() error {
 	return nil
 }
 
+// Ping asks the engine whether it answers.
+func (e *Executor) Ping(ctx context.Context) error {
+	if _, err := e.eng.info(ctx); err != nil {
+		return fmt.Errorf("%w: unreachable: %v", ErrEngine, err)
+	}
+	return nil
+}
+
 // DataDir is the directory of the background jobs' records and logs.
 func (e *Executor) DataDir() string { return e.store.Dir() }
 
@@ -251,8 +259,8 @@ func (e *Executor) Images(ctx context.Context) ([]Image, error) {
 	return list, nil
 }
 
-// newID returns a fresh airlock id: 24 hex digits, safe in container names.
-func newID() string {
+// NewID returns a fresh airlock id: 24 hex digits, safe in container names.
+func NewID() string {
 	b := make([]byte, 12)
 	rand.Read(b)
 	return hex.EncodeToString(b)

@@ -160,7 +160,7 @@ func (e *Executor) result(j *job) (Result, error) {
 		ID: j.ID, State: j.State, ExitCode: j.ExitCode, Signal: j.Signal, TimedOut: j.TimedOut,
 		OOMKilled: j.OOMKilled, Blocked: j.State == StateBlocked, BlockReason: j.BlockReason, BlockRule: j.BlockRule,
 		Error: j.Error, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ResourceUsage: j.Usage,
-		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels,
+		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels, Tenant: j.Tenant,
 	}
 	r.Success = r.State == StateCompleted && r.ExitCode == 0
 	if j.ended() {

@@ -54,7 +54,7 @@ type Result struct {
 	StderrTail string `json:"stderr_tail"`
 
 	StartedAt     time.Time     `json:"started_at"`
-	FinishedAt    time.Time     `json:"finished_at"`
+	FinishedAt    time.Time     `json:"finished_at,omitzero"`
 	DurationMS    int64         `json:"duration_ms"`
 	ResourceUsage ResourceUsage `json:"resource_usage"`
 
@@ -62,6 +62,8 @@ type Result struct {
 	Image       string            `json:"image,omitempty"`
 	Runtime     string            `json:"runtime,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Tenant is the owner a server recorded for the run (see Spec.Tenant).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // ResourceUsage is what the sandbox consumed, read from the engine's statistics.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // Spec is one request to run a command in a fresh sandbox. Its JSON form is the body
@@ -50,6 +52,16 @@ type Spec struct {
 	TailLines int `json:"tail_lines,omitempty"`
 	// Labels are the caller's metadata, echoed back in the Result.
 	Labels map[string]string `json:"labels,omitempty"`
+
+	// ID, when set, is the run's id instead of a fresh one: a server assigns it
+	// (NewID) to audit the start of a run before the run exists. Never from JSON.
+	ID string `json:"-"`
+	// Tenant owns the run: a server sets it from the caller's credentials, never
+	// from the request body. Background jobs keep it; see ListOptions.Tenant.
+	Tenant string `json:"-"`
+	// Policy, when set, judges this run instead of Config.Policy: a server's
+	// per-tenant policy. It is never read from the request body.
+	Policy *policy.Policy `json:"-"`
 }
 
 // Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
@@ -80,6 +92,7 @@ var (
 	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	userSpec   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
 	runtimeRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	idPattern  = regexp.MustCompile(`^[0-9a-f]{24}$`)
 )
 
 // normalize checks s against the operator's ceilings and returns it with every
@@ -89,6 +102,9 @@ var (
 func (c *Config) normalize(s Spec, background bool) (Spec, error) {
 	bad := func(field, format string, args ...any) (Spec, error) {
 		return Spec{}, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if s.ID != "" && !idPattern.MatchString(s.ID) {
+		return bad("id", "%q is not an airlock id (24 hex digits)", s.ID)
 	}
 	if s.Background && !background {
 		return bad("background", "Run executes in the foreground; use Start for background jobs")
@@ -252,6 +268,13 @@ func (c *Config) normalize(s Spec, background bool) (Spec, error) {
 		return bad("labels", "command, argv, env and labels total %d bytes, over the limit of %d", total, c.MaxArgBytes)
 	}
 	return s, nil
+}
+
+// Validate checks spec as Run (or, with Background set, Start) would, and
+// starts nothing. The error is a *SpecError naming the first invalid field.
+func (e *Executor) Validate(spec Spec) error {
+	_, err := e.cfg.normalize(spec, spec.Background)
+	return err
 }
 
 // minMemory is the engine's own floor for a memory limit.
