@@ -1,0 +1,102 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// auditLog appends one JSON line per decision and per run (SPEC §8). Env values
+// and tokens never reach it: specs are reduced to env names, and tokens appear
+// only as fingerprints.
+type auditLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// auditEvent is one line of the audit log.
+type auditEvent struct {
+	Time   time.Time `json:"time"`
+	Event  string    `json:"event"` // check, run.start, run.finish, kill, refused, auth.failed
+	Tenant string    `json:"tenant,omitempty"`
+	ID     string    `json:"id,omitempty"`
+	Via    string    `json:"via,omitempty"` // http or mcp
+
+	Command    string   `json:"command,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	EnvNames   []string `json:"env_names,omitempty"`
+	Image      string   `json:"image,omitempty"`
+	Background bool     `json:"background,omitempty"`
+
+	Decision string `json:"decision,omitempty"` // allowed or blocked
+	Rule     string `json:"rule,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+
+	State      executor.State `json:"state,omitempty"`
+	ExitCode   *int           `json:"exit_code,omitempty"`
+	DurationMS *int64         `json:"duration_ms,omitempty"`
+	OOMKilled  bool           `json:"oom_killed,omitempty"`
+	TimedOut   bool           `json:"timed_out,omitempty"`
+	Signal     string         `json:"signal,omitempty"`
+	Error      string         `json:"error,omitempty"`
+
+	Remote string `json:"remote,omitempty"`
+	Token  string `json:"token,omitempty"` // a fingerprint, never the token
+}
+
+func openAudit(path string) (*auditLog, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	return &auditLog{f: f}, nil
+}
+
+// write appends ev; a line is written whole or not at all (one write call).
+func (a *auditLog) write(ev auditEvent) error {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, err = a.f.Write(append(line, '\n'))
+	return err
+}
+
+func (a *auditLog) close() error { return a.f.Close() }
+
+// specEvent describes what a request asked to run, without env values.
+func specEvent(event string, s executor.Spec) auditEvent {
+	return auditEvent{
+		Event: event, Tenant: s.Tenant, Command: s.Command, Argv: s.Argv,
+		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Background: s.Background,
+	}
+}
+
+// withResult adds how a run ended.
+func (ev auditEvent) withResult(r executor.Result) auditEvent {
+	code, dur := r.ExitCode, r.DurationMS
+	ev.ID, ev.State, ev.ExitCode, ev.DurationMS = r.ID, r.State, &code, &dur
+	ev.OOMKilled, ev.TimedOut, ev.Signal, ev.Error = r.OOMKilled, r.TimedOut, r.Signal, r.Error
+	if r.Image != "" {
+		ev.Image = r.Image
+	}
+	if r.Blocked {
+		ev.Decision, ev.Rule, ev.Reason = "blocked", r.BlockRule, r.BlockReason
+	}
+	return ev
+}

@@ -1,0 +1,419 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	units "github.com/docker/go-units"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/store"
+)
+
+// Config is the operator's configuration of `airlock serve` and `airlock mcp`. It is
+// read from an optional JSON file, then AIRLOCK_* variables, then flags; each
+// later source overrides the earlier ones (see Load).
+type Config struct {
+	// Listen is the HTTP address. With no tokens only a loopback address is used.
+	Listen string `json:"listen"`
+	// DataDir holds job records, job logs and, by default, the audit log.
+	DataDir string `json:"data_dir"`
+	// AuditLog is the audit log's path; default <data_dir>/audit.log.
+	AuditLog string `json:"audit_log"`
+	// DefaultImage runs when a request names none.
+	DefaultImage string `json:"default_image"`
+	// Ceilings bound every request, whatever the tenant.
+	Ceilings Ceilings `json:"ceilings"`
+	// Networks and Runtimes a request may ask for; AllowRoot lets it ask for uid 0.
+	Networks  []string `json:"networks"`
+	Runtimes  []string `json:"runtimes"`
+	AllowRoot bool     `json:"allow_root"`
+	// Policy judges every command, unless the caller's tenant has its own.
+	Policy policy.Config `json:"policy"`
+	// Tokens are the bearer tokens the server accepts, each bound to a tenant.
+	Tokens []Token `json:"tokens"`
+	// TenantDefaults applies to every tenant with no entry in Tenants.
+	TenantDefaults Tenant `json:"tenant_defaults"`
+	// Tenants holds per-tenant limits and policies, by tenant name.
+	Tenants map[string]Tenant `json:"tenants,omitempty"`
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// KillJobsOnShutdown kills background jobs when the server stops; by default
+	// they go on running, for the next server on the data dir to adopt.
+	KillJobsOnShutdown bool `json:"kill_jobs_on_shutdown"`
+}
+
+// Ceilings are the operator's upper bounds on what a request may ask for.
+type Ceilings struct {
+	Memory  int64   `json:"memory"`  // bytes
+	CPUs    float64 `json:"cpus"`    // cores; 0 is the engine's CPU count
+	Pids    int64   `json:"pids"`    // tasks
+	Timeout float64 `json:"timeout"` // seconds, foreground runs
+}
+
+// Tenant is what one tenant may do. Zero fields take the server's values.
+type Tenant struct {
+	// MaxConcurrent bounds the tenant's foreground runs in flight plus its running
+	// background jobs; past it a new run gets 429.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// MaxMemory (bytes) and MaxTimeout (seconds) lower the server's ceilings.
+	MaxMemory  int64   `json:"max_memory,omitempty"`
+	MaxTimeout float64 `json:"max_timeout,omitempty"`
+	// AllowedImages, when set, are the only images the tenant may run.
+	AllowedImages []string `json:"allowed_images,omitempty"`
+	// Policy replaces the server's policy for this tenant.
+	Policy *policy.Config `json:"policy,omitempty"`
+}
+
+// Token binds a bearer token to a tenant.
+type Token struct {
+	Token  string `json:"token"`
+	Tenant string `json:"tenant"`
+}
+
+// DefaultConfig returns the defaults of SPEC §3 and §10.
+func DefaultConfig() Config {
+	ec := executor.DefaultConfig()
+	return Config{
+		Listen:       "127.0.0.1:8080",
+		DefaultImage: ec.DefaultImage,
+		Ceilings: Ceilings{
+			Memory:  ec.Ceilings.Memory,
+			Pids:    ec.Ceilings.Pids,
+			Timeout: ec.Ceilings.Timeout.Seconds(),
+		},
+		Networks:       ec.Networks,
+		Runtimes:       ec.Runtimes,
+		TenantDefaults: Tenant{MaxConcurrent: 16},
+		// Room for the largest stdin the executor takes, plus command and env.
+		MaxBodyBytes: ec.MaxStdin*2 + int64(ec.MaxArgBytes)*2 + 64<<10,
+	}
+}
+
+// ErrUsage is returned by Load for a command line the flag package refused; it
+// has printed the reason and the usage already.
+var ErrUsage = errors.New("usage")
+
+// setting is one configuration knob reachable by flag and environment variable.
+type setting struct {
+	name string // the flag; the variable is AIRLOCK_ plus the name in upper case with _
+	help string
+	set  func(*Config, string) error
+}
+
+func (s setting) env() string {
+	return "AIRLOCK_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
+}
+
+var settings = []setting{
+	{"listen", "HTTP listen address", func(c *Config, v string) error { c.Listen = v; return nil }},
+	{"data", "data dir: job records and logs, and the audit log", func(c *Config, v string) error { c.DataDir = v; return nil }},
+	{"audit-log", "audit log path (default <data>/audit.log)", func(c *Config, v string) error { c.AuditLog = v; return nil }},
+	{"tokens", "bearer tokens: token:tenant,token:tenant", func(c *Config, v string) error {
+		toks, err := parseTokens(v)
+		c.Tokens = toks
+		return err
+	}},
+	{"default-image", "image of requests that name none", func(c *Config, v string) error { c.DefaultImage = v; return nil }},
+	{"max-memory", "memory ceiling, e.g. 8g", func(c *Config, v string) error { return parseBytes(v, &c.Ceilings.Memory) }},
+	{"max-cpus", "CPU ceiling in cores (default: the engine's CPUs)", func(c *Config, v string) error {
+		return parseFloat(v, &c.Ceilings.CPUs)
+	}},
+	{"max-pids", "pids ceiling", func(c *Config, v string) error { return parseInt(v, &c.Ceilings.Pids) }},
+	{"max-timeout", "foreground timeout ceiling: 10m, or seconds", func(c *Config, v string) error {
+		return parseSeconds(v, &c.Ceilings.Timeout)
+	}},
+	{"max-concurrent", "runs in flight plus running jobs per tenant", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a positive integer", v)
+		}
+		c.TenantDefaults.MaxConcurrent = n
+		return nil
+	}},
+	{"allowed-images", "images tenants may run, comma-separated (default: any)", func(c *Config, v string) error {
+		c.TenantDefaults.AllowedImages = splitList(v)
+		return nil
+	}},
+	{"networks", "networks a request may join, comma-separated (none is always allowed)", func(c *Config, v string) error {
+		c.Networks = splitList(v)
+		return nil
+	}},
+	{"runtimes", "OCI runtimes a request may ask for, comma-separated", func(c *Config, v string) error {
+		c.Runtimes = splitList(v)
+		return nil
+	}},
+	{"allow-root", "let requests run as uid 0", func(c *Config, v string) error { return parseBool(v, &c.AllowRoot) }},
+	{"policy-mode", "policy mode: off, standard or strict", func(c *Config, v string) error {
+		c.Policy.Mode = policy.Mode(v)
+		return nil
+	}},
+	{"max-body", "largest request body, e.g. 40m", func(c *Config, v string) error { return parseBytes(v, &c.MaxBodyBytes) }},
+	{"kill-jobs-on-shutdown", "kill background jobs when the server stops", func(c *Config, v string) error {
+		return parseBool(v, &c.KillJobsOnShutdown)
+	}},
+}
+
+// Load builds the effective configuration of the command name ("serve" or "mcp")
+// from args and the environment: defaults, then the file named by --config or
+// AIRLOCK_CONFIG, then AIRLOCK_* variables, then flags. printConfig reports
+// --print-config.
+func Load(name string, args []string, getenv func(string) string, out io.Writer) (cfg Config, printConfig bool, err error) {
+	cfg = DefaultConfig()
+	fs := flag.NewFlagSet("airlock "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	file := fs.String("config", getenv("AIRLOCK_CONFIG"), "configuration file (JSON; env AIRLOCK_CONFIG)")
+	fs.BoolVar(&printConfig, "print-config", false, "print the effective configuration (tokens redacted) and exit")
+	flagged := map[string]string{}
+	for _, s := range settings {
+		fs.Func(s.name, s.help+" (env "+s.env()+")", func(v string) error {
+			flagged[s.name] = v
+			return nil
+		})
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: airlock %s [flags]\n\nFlags override AIRLOCK_* variables, which override the --config file.\n\nFlags:\n", name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, false, ErrUsage // the flag package has said why
+	}
+	if fs.NArg() > 0 {
+		return cfg, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *file != "" {
+		if err := readConfigFile(*file, &cfg); err != nil {
+			return cfg, false, err
+		}
+	}
+	for _, s := range settings {
+		if v := getenv(s.env()); v != "" {
+			if err := s.set(&cfg, v); err != nil {
+				return cfg, false, fmt.Errorf("%s: %w", s.env(), err)
+			}
+		}
+	}
+	for _, s := range settings {
+		if v, ok := flagged[s.name]; ok {
+			if err := s.set(&cfg, v); err != nil {
+				return cfg, false, fmt.Errorf("--%s: %w", s.name, err)
+			}
+		}
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = store.DefaultDir()
+	}
+	if cfg.AuditLog == "" {
+		cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.log")
+	}
+	return cfg, printConfig, cfg.validate()
+}
+
+func readConfigFile(path string, cfg *Config) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields() // a misspelt ceiling must not be silently ignored
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// validate reports the first setting that cannot work, naming it.
+func (c *Config) validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen: %q is not host:port", c.Listen)
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tokens {
+		switch {
+		case t.Token == "" || t.Tenant == "":
+			return fmt.Errorf("tokens[%d]: token and tenant are both required", i)
+		case strings.ContainsAny(t.Token, " \t\r\n:,"):
+			return fmt.Errorf("tokens[%d]: a token cannot hold spaces, ':' or ','", i)
+		case seen[t.Token]:
+			return fmt.Errorf("tokens[%d]: the token of tenant %q is given twice", i, t.Tenant)
+		}
+		seen[t.Token] = true
+	}
+	if _, err := c.ExecutorConfig(); err != nil {
+		return err
+	}
+	check := func(name string, t Tenant) error {
+		if t.MaxConcurrent < 0 || t.MaxMemory < 0 || t.MaxTimeout < 0 {
+			return fmt.Errorf("%s: limits must not be negative", name)
+		}
+		if t.Policy != nil {
+			if _, err := policy.New(*t.Policy); err != nil {
+				return fmt.Errorf("%s.policy.%w", name, err)
+			}
+		}
+		return nil
+	}
+	if c.TenantDefaults.MaxConcurrent < 1 {
+		return errors.New("tenant_defaults.max_concurrent: must be at least 1")
+	}
+	if err := check("tenant_defaults", c.TenantDefaults); err != nil {
+		return err
+	}
+	for name, t := range c.Tenants {
+		if err := check("tenants."+name, t); err != nil {
+			return err
+		}
+	}
+	if c.MaxBodyBytes < 1<<10 {
+		return errors.New("max_body_bytes: must be at least 1KiB")
+	}
+	return nil
+}
+
+// ExecutorConfig is the executor's side of c.
+func (c *Config) ExecutorConfig() (executor.Config, error) {
+	ec := executor.DefaultConfig()
+	ec.DataDir = c.DataDir
+	ec.DefaultImage = c.DefaultImage
+	ec.Ceilings.Memory = c.Ceilings.Memory
+	ec.Ceilings.CPUs = c.Ceilings.CPUs
+	ec.Ceilings.Pids = c.Ceilings.Pids
+	ec.Ceilings.Timeout = seconds(c.Ceilings.Timeout)
+	// Defaults over a lowered ceiling come down to it.
+	ec.Defaults.Memory = min(ec.Defaults.Memory, ec.Ceilings.Memory)
+	ec.Defaults.Pids = min(ec.Defaults.Pids, ec.Ceilings.Pids)
+	ec.Defaults.Timeout = min(ec.Defaults.Timeout, ec.Ceilings.Timeout)
+	if c.Ceilings.CPUs > 0 {
+		ec.Defaults.CPUs = min(ec.Defaults.CPUs, c.Ceilings.CPUs)
+	}
+	ec.Networks = c.Networks
+	if !slices.Contains(ec.Networks, "none") {
+		ec.Networks = append([]string{"none"}, ec.Networks...)
+	}
+	ec.Runtimes = c.Runtimes
+	if len(ec.Runtimes) == 0 {
+		return ec, errors.New("runtimes: at least one runtime is required")
+	}
+	if !slices.Contains(ec.Runtimes, ec.DefaultRuntime) {
+		ec.DefaultRuntime = ec.Runtimes[0]
+	}
+	ec.AllowRoot = c.AllowRoot
+	p, err := policy.New(c.Policy)
+	if err != nil {
+		return ec, fmt.Errorf("policy.%w", err)
+	}
+	ec.Policy = p
+	switch {
+	case c.Ceilings.Memory < 6<<20:
+		return ec, errors.New("ceilings.memory: must be at least 6MiB")
+	case c.Ceilings.Pids < 2:
+		return ec, errors.New("ceilings.pids: must be at least 2")
+	case c.Ceilings.Timeout <= 0 || math.IsNaN(c.Ceilings.Timeout):
+		return ec, errors.New("ceilings.timeout: must be a positive number of seconds")
+	case c.Ceilings.CPUs < 0:
+		return ec, errors.New("ceilings.cpus: must not be negative")
+	}
+	return ec, nil
+}
+
+// Redacted returns c with every token replaced by a short fingerprint, fit to print.
+func (c Config) Redacted() Config {
+	c.Tokens = slices.Clone(c.Tokens)
+	for i, t := range c.Tokens {
+		c.Tokens[i].Token = "redacted:" + Fingerprint(t.Token)
+	}
+	return c
+}
+
+// Fingerprint names a token in logs without revealing it.
+func Fingerprint(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:4])
+}
+
+func parseTokens(v string) ([]Token, error) {
+	var toks []Token
+	for i, pair := range splitList(v) {
+		tok, tenant, ok := strings.Cut(pair, ":")
+		if !ok || tok == "" || tenant == "" {
+			return nil, fmt.Errorf("entry %d is not token:tenant", i+1)
+		}
+		toks = append(toks, Token{Token: tok, Tenant: tenant})
+	}
+	return toks, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func parseBytes(v string, dst *int64) error {
+	n, err := units.RAMInBytes(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%q is not a size such as 512m or 8g", v)
+	}
+	*dst = n
+	return nil
+}
+
+func parseInt(v string, dst *int64) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%q is not a positive integer", v)
+	}
+	*dst = n
+	return nil
+}
+
+func parseFloat(v string, dst *float64) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%q is not a non-negative number", v)
+	}
+	*dst = f
+	return nil
+}
+
+func parseSeconds(v string, dst *float64) error {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		*dst = d.Seconds()
+		return nil
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && !math.IsInf(f, 0) {
+		*dst = f
+		return nil
+	}
+	return fmt.Errorf("%q is not a duration such as 10m or a number of seconds", v)
+}
+
+func parseBool(v string, dst *bool) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", v)
+	}
+	*dst = b
+	return nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

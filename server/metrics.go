@@ -1,0 +1,66 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// metrics live in a registry of the server's own, so that two servers in one
+// process (tests) do not collide and nothing global leaks in. No metric carries a
+// per-run label: ids, commands and tenants stay in the audit log.
+type metrics struct {
+	reg          *prometheus.Registry
+	runs         *prometheus.CounterVec   // mode, state
+	duration     *prometheus.HistogramVec // mode
+	running      *prometheus.GaugeVec     // mode
+	refusals     *prometheus.CounterVec   // rule
+	engineErrors prometheus.Counter
+	authFailures prometheus.Counter
+	requests     *prometheus.CounterVec // route, code
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_runs_total", Help: "Runs that ended, by mode (foreground, background) and final state.",
+		}, []string{"mode", "state"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "airlock_run_duration_seconds", Help: "Wall clock of ended runs, by mode.",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"mode"}),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "airlock_running", Help: "Foreground runs in flight and background jobs running.",
+		}, []string{"mode"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_policy_refusals_total", Help: "Commands the policy refused, by rule.",
+		}, []string{"rule"}),
+		engineErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "airlock_engine_errors_total", Help: "Requests that failed because the container engine did.",
+		}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "airlock_auth_failures_total", Help: "Requests refused for a missing or unknown token.",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_http_requests_total", Help: "HTTP requests, by route pattern and status code.",
+		}, []string{"route", "code"}),
+	}
+	m.reg.MustRegister(m.runs, m.duration, m.running, m.refusals, m.engineErrors, m.authFailures, m.requests,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, mode := range []string{"foreground", "background"} {
+		m.running.WithLabelValues(mode) // present at 0 from the start
+	}
+	return m
+}
+
+// ended counts a run that has ended.
+func (m *metrics) ended(mode string, r executor.Result) {
+	m.runs.WithLabelValues(mode, string(r.State)).Inc()
+	if r.State == executor.StateBlocked {
+		m.refusals.WithLabelValues(r.BlockRule).Inc()
+		return
+	}
+	m.duration.WithLabelValues(mode).Observe(float64(r.DurationMS) / 1000)
+}

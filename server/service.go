@@ -1,0 +1,519 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// Service is airlock's operations on behalf of tenants. The HTTP API and the MCP
+// tools are thin layers over it, so that they agree by construction: the same
+// checks, the same audit lines, the same metrics.
+type Service struct {
+	ex      *executor.Executor
+	cfg     Config
+	log     *slog.Logger
+	audit   *auditLog
+	metrics *metrics
+	version string
+
+	tokens  []tokenHash
+	mu      sync.Mutex
+	tenants map[string]*tenantState
+
+	// Trackers wait for background jobs to end, to audit and count them.
+	trackCtx  context.Context
+	stopTrack context.CancelFunc
+	trackers  sync.WaitGroup
+}
+
+type tokenHash struct {
+	sum    [sha256.Size]byte
+	tenant string
+	print  string
+}
+
+// tenantState is a tenant's limits and how many of its runs are active: foreground
+// runs in flight plus background jobs running.
+type tenantState struct {
+	name   string
+	limits Tenant
+	policy *policy.Policy // nil: the server's
+
+	mu     sync.Mutex
+	active int
+}
+
+// Anonymous is the tenant of every request when the server has no tokens.
+const Anonymous = ""
+
+// NewService opens the audit log and starts tracking the background jobs that are
+// already running (adopted by ex on start).
+func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version string) (*Service, error) {
+	audit, err := openAudit(cfg.AuditLog)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{}}
+	for _, t := range cfg.Tokens {
+		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
+	}
+	s.trackCtx, s.stopTrack = context.WithCancel(context.Background())
+	running, err := ex.List(context.Background(), executor.ListOptions{State: executor.StateRunning, Limit: 1000})
+	if err != nil {
+		audit.close()
+		return nil, err
+	}
+	for _, p := range running.Processes {
+		t, err := s.tenant(p.Tenant)
+		if err != nil {
+			continue // a tenant the configuration no longer has: nobody can reach the job
+		}
+		t.mu.Lock()
+		t.active++
+		t.mu.Unlock()
+		s.track(t, p.ID)
+	}
+	return s, nil
+}
+
+// Close stops tracking background jobs (they go on running) and closes the audit
+// log. With killJobs, running jobs are killed first.
+func (s *Service) Close(ctx context.Context, killJobs bool) error {
+	if killJobs {
+		list, err := s.ex.List(ctx, executor.ListOptions{State: executor.StateRunning, Limit: 1000})
+		if err == nil {
+			for _, p := range list.Processes {
+				if _, err := s.ex.Kill(ctx, p.ID, "SIGTERM", time.Second); err != nil {
+					s.log.Warn("kill job at shutdown", "id", p.ID, "err", err)
+				}
+			}
+			for _, p := range list.Processes {
+				s.ex.Wait(ctx, p.ID)
+			}
+		}
+	}
+	s.stopTrack()
+	s.trackers.Wait()
+	return s.audit.close()
+}
+
+// Authenticate maps a bearer token to its tenant, comparing it with every known
+// token in constant time. With no tokens configured every caller is Anonymous.
+func (s *Service) Authenticate(token string) (string, bool) {
+	if len(s.tokens) == 0 {
+		return Anonymous, true
+	}
+	sum := sha256.Sum256([]byte(token))
+	tenant, found := "", 0
+	for _, t := range s.tokens {
+		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
+			tenant, found = t.tenant, 1
+		}
+	}
+	return tenant, found == 1 && token != ""
+}
+
+// tenant returns the state of the named tenant, creating it on first use.
+func (s *Service) tenant(name string) (*tenantState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tenants[name]; ok {
+		return t, nil
+	}
+	limits, ok := s.cfg.Tenants[name]
+	if !ok {
+		limits = s.cfg.TenantDefaults
+	}
+	limits.MaxConcurrent = cmp.Or(limits.MaxConcurrent, s.cfg.TenantDefaults.MaxConcurrent)
+	if limits.AllowedImages == nil {
+		limits.AllowedImages = s.cfg.TenantDefaults.AllowedImages
+	}
+	t := &tenantState{name: name, limits: limits}
+	if limits.Policy != nil {
+		p, err := policy.New(*limits.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("tenant %q policy: %w", name, err)
+		}
+		t.policy = p
+	}
+	s.tenants[name] = t
+	return t, nil
+}
+
+// Error is a request the service refuses or cannot serve. Status is its HTTP
+// status; Code a stable word; Field the request field at fault, if one is.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// errorOf maps an error to the service's error shape: the one place where
+// failures become statuses.
+func (s *Service) errorOf(ctx context.Context, err error) *Error {
+	var se *executor.SpecError
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &se):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: se.Error(), Field: se.Field}
+	case errors.Is(err, executor.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
+	case errors.Is(err, executor.ErrRunning):
+		return &Error{Status: http.StatusConflict, Code: "running", Message: err.Error()}
+	case errors.Is(err, executor.ErrEngine):
+		s.metrics.engineErrors.Inc()
+		if perr := s.Ready(ctx); perr != nil {
+			return &Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: perr.Error()}
+		}
+		return &Error{Status: http.StatusBadGateway, Code: "engine_error", Message: err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "cancelled", Message: err.Error()}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
+}
+
+// Ready reports whether the engine answers.
+func (s *Service) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return s.ex.Ping(ctx)
+}
+
+func notFound(id string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("process %q: no such process", id)}
+}
+
+// own fails with not_found unless the job exists and belongs to t: another
+// tenant's id answers exactly as an unknown one.
+func (s *Service) own(t *tenantState, id string) error {
+	owner, err := s.ex.Owner(id)
+	if errors.Is(err, executor.ErrNotFound) || err == nil && t.name != Anonymous && owner != t.name {
+		return notFound(id)
+	}
+	return err
+}
+
+// owned returns the tenant, once it has checked that the tenant owns job id.
+func (s *Service) owned(tenant, id string) (*tenantState, error) {
+	t, err := s.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	return t, s.own(t, id)
+}
+
+// bound applies the tenant's ceilings, which the executor does not know: allowed
+// images, and memory and timeout limits lower than the server's.
+func (s *Service) bound(t *tenantState, spec *executor.Spec) error {
+	bad := func(field, format string, args ...any) error {
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
+	}
+	image := cmp.Or(spec.Image, s.cfg.DefaultImage)
+	if l := t.limits.AllowedImages; len(l) > 0 && !slices.Contains(l, image) {
+		return bad("image", "%q is not among the images this tenant may run (%v)", image, l)
+	}
+	if m := t.limits.MaxMemory; m > 0 {
+		switch {
+		case spec.Memory > m:
+			return bad("memory", "%d bytes is greater than the tenant's limit of %d", spec.Memory, m)
+		case spec.Memory == 0:
+			spec.Memory = min(m, executor.DefaultConfig().Defaults.Memory)
+		}
+	}
+	if m := t.limits.MaxTimeout; m > 0 && !spec.Background {
+		switch {
+		case float64(spec.Timeout) > m:
+			return bad("timeout", "%gs is greater than the tenant's limit of %gs", float64(spec.Timeout), m)
+		case spec.Timeout == 0:
+			spec.Timeout = executor.Seconds(min(m, s.ex.Config().Defaults.Timeout.Seconds()))
+		}
+	}
+	return nil
+}
+
+// admit counts a new run against the tenant's concurrency limit, or refuses it.
+func (s *Service) admit(t *tenantState) (release func(), err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.active >= t.limits.MaxConcurrent {
+		return nil, &Error{Status: http.StatusTooManyRequests, Code: "busy",
+			Message: fmt.Sprintf("the tenant has %d runs active, its limit; retry when one ends", t.active)}
+	}
+	t.active++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			t.active--
+			t.mu.Unlock()
+		})
+	}, nil
+}
+
+// prepare binds spec to its tenant and checks it before anything runs. A
+// refusal by the policy is not an error: the executor reports it as a Result.
+func (s *Service) prepare(t *tenantState, spec *executor.Spec, via, remote string) error {
+	spec.Tenant, spec.Policy, spec.ID = t.name, t.policy, executor.NewID()
+	err := s.bound(t, spec)
+	if err == nil {
+		err = s.ex.Validate(*spec)
+	}
+	if err != nil {
+		ev := specEvent("refused", *spec)
+		ev.Via, ev.Remote, ev.Error = via, remote, err.Error()
+		s.write(ev)
+		return err
+	}
+	return nil
+}
+
+// Run runs spec in the foreground and returns its Result.
+func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, via, remote string) (executor.Result, error) {
+	t, err := s.tenant(tenant)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	spec.Background = false
+	if err := s.prepare(t, &spec, via, remote); err != nil {
+		return executor.Result{}, err
+	}
+	release, err := s.admit(t)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	defer release()
+	if !s.started(spec, via, remote) {
+		res, err := s.ex.Run(ctx, spec) // blocked: the executor makes the Result, nothing runs
+		s.metrics.ended("foreground", res)
+		return res, err
+	}
+	gauge := s.metrics.running.WithLabelValues("foreground")
+	gauge.Inc()
+	res, err := s.ex.Run(ctx, spec)
+	gauge.Dec()
+	ev := specEvent("run.finish", spec).withResult(res)
+	ev.Via, ev.Remote = via, remote
+	s.write(ev)
+	s.metrics.ended("foreground", res)
+	return res, s.runError(ctx, err)
+}
+
+// runError decides whether the error of a run that failed in the engine is the
+// server's (503: the engine no longer answers) or only the run's, which its
+// Result (state failed, exit 125, error) explains.
+func (s *Service) runError(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, executor.ErrEngine) {
+		return err
+	}
+	if e := s.errorOf(ctx, err); e.Status == http.StatusServiceUnavailable {
+		return e
+	}
+	return nil
+}
+
+// started audits the start of a run: refused by the policy, or allowed. It
+// reports whether the run may go ahead.
+func (s *Service) started(spec executor.Spec, via, remote string) bool {
+	d := s.ex.Check(spec)
+	ev := specEvent("run.start", spec)
+	ev.ID, ev.Via, ev.Remote, ev.Decision = spec.ID, via, remote, "allowed"
+	if !d.Allowed {
+		ev.Event, ev.Decision, ev.Rule, ev.Reason = "refused", "blocked", d.Rule, d.Reason
+	}
+	s.write(ev)
+	return d.Allowed
+}
+
+// Start starts spec as a background job.
+func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, via, remote string) (executor.Process, error) {
+	t, err := s.tenant(tenant)
+	if err != nil {
+		return executor.Process{}, err
+	}
+	spec.Background = true
+	if err := s.prepare(t, &spec, via, remote); err != nil {
+		return executor.Process{}, err
+	}
+	release, err := s.admit(t)
+	if err != nil {
+		return executor.Process{}, err
+	}
+	allowed := s.started(spec, via, remote)
+	p, err := s.ex.Start(ctx, spec)
+	if err != nil || !allowed || p.State != executor.StateRunning {
+		release()
+		if p.ID != "" {
+			s.metrics.runs.WithLabelValues("background", string(p.State)).Inc()
+			if p.State == executor.StateBlocked {
+				s.metrics.refusals.WithLabelValues(p.BlockRule).Inc()
+			}
+		}
+		if err != nil && p.ID != "" {
+			ev := specEvent("run.finish", spec)
+			ev.ID, ev.State, ev.Error, ev.Via = p.ID, p.State, err.Error(), via
+			s.write(ev)
+			return p, s.runError(ctx, err)
+		}
+		return p, err
+	}
+	s.trackStarted(t, p.ID, release)
+	return p, nil
+}
+
+// trackStarted hands the admission of a job that started to its tracker.
+func (s *Service) trackStarted(t *tenantState, id string, release func()) {
+	s.metrics.running.WithLabelValues("background").Inc()
+	s.trackers.Add(1)
+	go func() {
+		defer s.trackers.Done()
+		res, err := s.ex.Wait(s.trackCtx, id)
+		release()
+		s.metrics.running.WithLabelValues("background").Dec()
+		if err != nil {
+			return // the server is stopping; the job goes on and the next one tracks it
+		}
+		ev := auditEvent{Event: "run.finish", Tenant: t.name, Background: true}.withResult(res)
+		s.write(ev)
+		s.metrics.ended("background", res)
+	}()
+}
+
+// track follows a job adopted at start-up, already counted as active.
+func (s *Service) track(t *tenantState, id string) {
+	s.trackStarted(t, id, func() {
+		t.mu.Lock()
+		t.active--
+		t.mu.Unlock()
+	})
+}
+
+// Get reports a background job. It reads the record once and checks the owner
+// on the answer: the monitor is the call agents poll.
+func (s *Service) Get(ctx context.Context, tenant, id string) (executor.Result, error) {
+	r, err := s.ex.Get(ctx, id)
+	if errors.Is(err, executor.ErrNotFound) || err == nil && tenant != Anonymous && r.Tenant != tenant {
+		return executor.Result{}, notFound(id)
+	}
+	return r, err
+}
+
+// Logs returns or follows a background job's output.
+func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.LogsOptions) (executor.Logs, error) {
+	_, err := s.owned(tenant, id)
+	if err != nil {
+		return executor.Logs{}, err
+	}
+	return s.ex.Logs(ctx, id, opts)
+}
+
+// Kill signals a background job, with escalation to SIGKILL after forceAfter.
+func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfter time.Duration, via, remote string) (executor.KillResult, error) {
+	t, err := s.owned(tenant, id)
+	if err != nil {
+		return executor.KillResult{}, err
+	}
+	k, err := s.ex.Kill(ctx, id, signal, forceAfter)
+	if err != nil {
+		return k, err
+	}
+	ev := auditEvent{Event: "kill", Tenant: t.name, ID: id, Via: via, Remote: remote, Signal: k.Signal, State: k.Process.State}
+	if k.AlreadyEnded {
+		ev.Reason = "already ended"
+	}
+	s.write(ev)
+	return k, nil
+}
+
+// Wait waits up to timeout for a background job to end and returns its Result:
+// the final one, or the current one (state running) when the wait timed out.
+func (s *Service) Wait(ctx context.Context, tenant, id string, timeout time.Duration) (executor.Result, error) {
+	_, err := s.owned(tenant, id)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
+	defer cancel()
+	res, err := s.ex.Wait(wctx, id)
+	if err != nil && errors.Is(context.Cause(wctx), errWaitTimeout) && ctx.Err() == nil {
+		return res, nil
+	}
+	return res, err
+}
+
+var errWaitTimeout = errors.New("wait timed out")
+
+// List lists the tenant's background jobs.
+func (s *Service) List(ctx context.Context, tenant string, opts executor.ListOptions) (executor.ProcessList, error) {
+	t, err := s.tenant(tenant)
+	if err != nil {
+		return executor.ProcessList{}, err
+	}
+	opts.Tenant = t.name
+	return s.ex.List(ctx, opts)
+}
+
+// Remove deletes an ended job's record and logs.
+func (s *Service) Remove(ctx context.Context, tenant, id string) error {
+	if _, err := s.owned(tenant, id); err != nil {
+		return err
+	}
+	return s.ex.Remove(ctx, id)
+}
+
+// CheckRequest is a command to judge: exactly one of Command and Argv.
+type CheckRequest struct {
+	Command string   `json:"command,omitempty" jsonschema:"a shell command, judged as sh -c would run it"`
+	Argv    []string `json:"argv,omitempty" jsonschema:"a program and its arguments, judged without a shell"`
+}
+
+// Check judges a command with the tenant's policy and runs nothing.
+func (s *Service) Check(ctx context.Context, tenant string, req CheckRequest, via, remote string) (policy.Decision, error) {
+	t, err := s.tenant(tenant)
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	if (req.Command == "") == (len(req.Argv) == 0) {
+		return policy.Decision{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "command",
+			Message: "command: give exactly one of command or argv"}
+	}
+	d := s.ex.Check(executor.Spec{Command: req.Command, Argv: req.Argv, Policy: t.policy})
+	ev := auditEvent{Event: "check", Tenant: t.name, Command: req.Command, Argv: req.Argv, Via: via, Remote: remote, Decision: "allowed"}
+	if !d.Allowed {
+		ev.Decision, ev.Rule, ev.Reason = "blocked", d.Rule, d.Reason
+	}
+	s.write(ev)
+	return d, nil
+}
+
+// authFailed audits a request refused for its token.
+func (s *Service) authFailed(token, via, remote, reason string) {
+	s.metrics.authFailures.Inc()
+	ev := auditEvent{Event: "auth.failed", Via: via, Remote: remote, Reason: reason}
+	if token != "" {
+		ev.Token = Fingerprint(token)
+	}
+	s.write(ev)
+}
+
+func (s *Service) write(ev auditEvent) {
+	if err := s.audit.write(ev); err != nil {
+		s.log.Error("write audit log", "err", err)
+	}
+}
