@@ -13,11 +13,17 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 CMD     ?= echo "hello from airlock"; id; cat /etc/os-release 2>/dev/null || uname -a
 
 PROBE   := bin/airlock-probe
+LISTEN  ?= 127.0.0.1:8080
 
-.PHONY: help build images probe test hostile runsc bench run lint tidy
+# The server image (Dockerfile) packs bin/airlock and a copy of the host's static
+# busybox (Debian's busybox-static); docker-compose.yml runs it.
+BUSYBOX      ?= /bin/busybox
+SERVER_IMAGE ?= airlock/server:local
+
+.PHONY: help build images probe test hostile runsc bench run demo lint tidy server-image compose-up
 
 help: ## list the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/airlock, a static binary
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/airlock
@@ -30,6 +36,13 @@ runsc: ## install gVisor (Debian's runsc) and register it with the engine (SIGHU
 
 hostile: images probe ## the hostile-workload battery alone, under runc and (when the engine has it) runsc
 	$(GO) test -race -count=1 -run 'TestHostile' -timeout 30m ./integration/
+
+server-image: build ## build the server image (FROM scratch: bin/airlock and bin/busybox), offline
+	cp -L $(BUSYBOX) bin/busybox
+	docker build --no-cache -t $(SERVER_IMAGE) .
+
+compose-up: server-image ## run the server with docker-compose (set AIRLOCK_TOKEN; AIRLOCK_PORT, default 8080)
+	docker-compose up -d --build
 
 images: build ## build the sandbox images, offline and without cache
 	$(BIN) images build
@@ -47,7 +60,13 @@ bench: images ## policy check speed; run latency and throughput against docker r
 	$(GO) test -run '^$$' -bench . -benchmem ./policy/
 	$(GO) run ./integration/bench
 
-run: images ## run a demo command in a sandbox (make run CMD='ls -la /')
+run: images ## serve the HTTP API and MCP on 127.0.0.1:8080 (LISTEN=...), default data dir; Ctrl-C stops it
+	@echo "airlock: serving on http://$(LISTEN) (API under /v1, MCP on /mcp); from another terminal:"
+	@echo "  curl -s -d '{\"command\":\"echo hi; id\"}' http://$(LISTEN)/v1/processes"
+	@echo "  curl -s http://$(LISTEN)/openapi.json"
+	$(BIN) serve --listen $(LISTEN)
+
+demo: images ## run one command in a sandbox through the CLI (make demo CMD='ls -la /')
 	$(BIN) run -- '$(CMD)'
 
 lint: ## gofmt and go vet

@@ -31,6 +31,8 @@ Usage:
   airlock wait ID                        wait for a job; exit with its exit code
   airlock rm ID... | --older-than D      delete ended jobs' records and logs
   airlock check [flags] -- 'CMD'         judge a command with the policy; runs nothing
+  airlock serve [--listen ADDR ...]      the HTTP API and /mcp (airlock serve -h)
+  airlock mcp                            the MCP tools over stdio, for an agent
   airlock images build [NAME...]         build the sandbox images (offline)
   airlock images ls                      list the sandbox images in the engine
   airlock version                        print the client and engine versions
@@ -73,6 +75,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = waitCmd(ctx, args[1:], stdout, stderr)
 	case "rm":
 		err = rmCmd(ctx, args[1:], stdout, stderr)
+	case "serve":
+		err = serveCmd(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		err = mcpCmd(ctx, args[1:], stdout, stderr)
 	case "check":
 		return checkCmd(args[1:], stdout, stderr)
 	case "images":

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/server"
+)
+
+// serveCmd is `airlock serve`: the HTTP API and /mcp until SIGTERM or SIGINT.
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, printConfig, err := server.Load("serve", args, os.Getenv, stderr)
+	if err != nil {
+		return flagError(err)
+	}
+	if printConfig {
+		return printJSON(stdout, cfg.Redacted())
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if len(cfg.Tokens) == 0 {
+		host, port, _ := net.SplitHostPort(cfg.Listen)
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			log.Warn("no tokens configured: listening on loopback only instead of the address asked for; set AIRLOCK_TOKENS to serve other hosts",
+				"asked", cfg.Listen, "listen", net.JoinHostPort("127.0.0.1", port))
+			cfg.Listen = net.JoinHostPort("127.0.0.1", port)
+		} else {
+			log.Warn("no tokens configured: every caller on this host is the anonymous tenant; the server listens on loopback only")
+		}
+	}
+	ex, svc, err := openService(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	srv := server.NewHTTPServer(cfg.Listen, server.Handler(svc, streams), log, server.DefaultTimeouts)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		svc.Close(context.Background(), false)
+		return err
+	}
+	log.Info("airlock serving", "url", "http://"+ln.Addr().String(), "version", version, "data_dir", ex.DataDir(),
+		"audit_log", cfg.AuditLog, "tenants_with_tokens", len(cfg.Tokens))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		svc.Close(context.Background(), false)
+		return err
+	case <-ctx.Done():
+	}
+	// Stop accepting; event streams and waits end now, foreground runs finish
+	// (or time out) first; background jobs go on for the next server to adopt.
+	grace := time.Duration(cfg.Ceilings.Timeout*float64(time.Second)) + 30*time.Second
+	log.Info("shutting down: no new requests; waiting for foreground runs", "at_most", grace.String(),
+		"kill_jobs", cfg.KillJobsOnShutdown)
+	endStreams()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	if err := svc.Close(sctx, cfg.KillJobsOnShutdown); err != nil {
+		log.Warn("close", "err", err)
+	}
+	log.Info("stopped")
+	if err := <-served; err != nil && err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}
+
+// mcpCmd is `airlock mcp`: the MCP tools over stdin and stdout. Logs go to stderr.
+func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, printConfig, err := server.Load("mcp", args, os.Getenv, stderr)
+	if err != nil {
+		return flagError(err)
+	}
+	if printConfig {
+		return printJSON(stderr, cfg.Redacted()) // stdout belongs to the protocol
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	ex, svc, err := openService(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	defer svc.Close(context.Background(), false)
+	err = svc.MCPServer(server.Anonymous, version).Run(ctx, &mcp.StdioTransport{})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func openService(cfg server.Config, log *slog.Logger) (*executor.Executor, *server.Service, error) {
+	ec, err := cfg.ExecutorConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	ec.Logger = log
+	ex, err := executor.New(executor.WithConfig(ec))
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := server.NewService(ex, cfg, log, version)
+	if err != nil {
+		ex.Close()
+		return nil, nil, err
+	}
+	return ex, svc, nil
+}
+
+// flagError keeps the flag package's own message from being printed twice.
+func flagError(err error) error {
+	if errors.Is(err, server.ErrUsage) {
+		return errReported
+	}
+	return err
+}
