@@ -116,7 +116,12 @@ func (b *bench) background(ctx context.Context, w *tabwriter.Writer) (err error)
 	if err != nil {
 		return err
 	}
-	rate, err := getThroughput(ctx, ex, ids, 8, 3*time.Second)
+	rate, err := throughputOf(8, 3*time.Second, func() error { _, err := ex.Get(ctx, ids[pick()]); return err })
+	if err != nil {
+		return err
+	}
+
+	httpGet, httpRate, err := httpGets(ctx, ex, ids, 8, 3*time.Second)
 	if err != nil {
 		return err
 	}
@@ -132,7 +137,8 @@ func (b *bench) background(ctx context.Context, w *tabwriter.Writer) (err error)
 	}
 	row("Get(id)", get, "ContainerInspect", inspect)
 	row("List(first 50)", list, "ContainerList", engineList)
-	fmt.Fprintf(w, "Get throughput, 8 callers\t%.0f/s\n", rate)
+	row("GET /v1/processes/{id}", httpGet, "Get(id)", get)
+	fmt.Fprintf(w, "throughput, 8 callers\tGet(id) %.0f/s\tGET /v1/processes/{id} %.0f/s (%.2fx)\n", rate, httpRate, httpRate/rate)
 	return w.Flush()
 }
 
@@ -201,8 +207,8 @@ func timeCalls(n int, fn func() error) ([]time.Duration, error) {
 	return lat, nil
 }
 
-// getThroughput calls Get on random jobs from c goroutines for d.
-func getThroughput(ctx context.Context, ex *executor.Executor, ids []string, c int, d time.Duration) (float64, error) {
+// throughputOf calls fn from c goroutines for d and returns the calls per second.
+func throughputOf(c int, d time.Duration, fn func() error) (float64, error) {
 	var (
 		mu    sync.Mutex
 		total int
@@ -214,7 +220,7 @@ func getThroughput(ctx context.Context, ex *executor.Executor, ids []string, c i
 		wg.Go(func() {
 			n := 0
 			for time.Now().Before(end) {
-				if _, err := ex.Get(ctx, ids[rand.IntN(len(ids))]); err != nil {
+				if err := fn(); err != nil {
 					mu.Lock()
 					first = err
 					mu.Unlock()

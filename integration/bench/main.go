@@ -167,6 +167,9 @@ func run(ctx context.Context) (err error) {
 	}
 	fmt.Fprintf(w, "c8 / c1\t\t\t%.2fx\n", rate[1]/rate[0])
 	w.Flush()
+	if err := b.httpOverhead(ctx, w); err != nil {
+		return err
+	}
 	if err := b.background(ctx, w); err != nil {
 		return err
 	}
