@@ -911,21 +911,6 @@ func parallelKills(t *testing.T, r *rowRun) {
 	}
 }
 
-// cancelOnWrite is a live-output writer that cancels after the first output.
-func cancelOnWrite(cancel context.CancelFunc, after time.Duration) *onWrite {
-	return &onWrite{fn: func() { time.AfterFunc(after, cancel) }}
-}
-
-type onWrite struct {
-	once sync.Once
-	fn   func()
-}
-
-func (w *onWrite) Write(p []byte) (int, error) {
-	w.once.Do(w.fn)
-	return len(p), nil
-}
-
 // ---- the probe
 
 var (

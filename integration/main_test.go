@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,3 +130,18 @@ func assertState(t *testing.T, res executor.Result, state executor.State, code i
 
 // since returns how long ago t0 was, for bounds on how long a run took to end.
 func since(t0 time.Time) time.Duration { return time.Since(t0).Round(time.Millisecond) }
+
+// cancelOnWrite is a live-output writer that cancels after the first output.
+func cancelOnWrite(cancel context.CancelFunc, after time.Duration) *onWrite {
+	return &onWrite{fn: func() { time.AfterFunc(after, cancel) }}
+}
+
+type onWrite struct {
+	once sync.Once
+	fn   func()
+}
+
+func (w *onWrite) Write(p []byte) (int, error) {
+	w.once.Do(w.fn)
+	return len(p), nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -359,8 +360,11 @@ func TestResourceUsageSampled(t *testing.T) {
 func TestCallerCancelKillsTheRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(time.Second, cancel)
-	res, err := ex.Run(ctx, executor.Spec{Command: "echo started; sleep 100"})
+	// Cancel once the command is seen running, not after a fixed delay: on a loaded
+	// engine the start alone can take longer than any delay, and a cancel during
+	// the start is a different outcome (failed, nothing ran).
+	live := executor.WithLiveOutput(cancelOnWrite(cancel, 100*time.Millisecond), io.Discard)
+	res, err := ex.Run(ctx, executor.Spec{Command: "echo started; sleep 100"}, live)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
