@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,6 +103,24 @@ func startServe(t *testing.T, addr, dataDir string, env ...string) *serveProcess
 	}
 }
 
+// waitForMetric polls the server's /metrics until a line reads exactly line.
+func waitForMetric(t *testing.T, url, line string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(url + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if slices.Contains(strings.Split(string(b), "\n"), line) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed %s", line)
+		}
+	}
+}
+
 func postJSON(t *testing.T, url string, body any) (int, []byte) {
 	t.Helper()
 	data, _ := json.Marshal(body)
@@ -154,7 +173,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		s, b := postJSON(t, srv.url+"/v1/processes", map[string]any{"command": "sleep 2; echo finished", "timeout": 30})
 		sync <- answer{s, b}
 	}()
-	time.Sleep(700 * time.Millisecond) // the run has started
+	waitForMetric(t, srv.url, `airlock_running{mode="foreground"} 1`) // the run is in flight
 	srv.cmd.Process.Signal(syscall.SIGTERM)
 
 	select {
