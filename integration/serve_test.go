@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -101,6 +102,26 @@ func startServe(t *testing.T, addr, dataDir string, env ...string) *serveProcess
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// auditEventsOf lists the audit events of run id, each with its state if any.
+func auditEventsOf(t *testing.T, path, id string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev struct{ Event, ID, State string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if ev.ID == id {
+			events = append(events, strings.TrimSuffix(ev.Event+":"+ev.State, ":"))
+		}
+	}
+	return events
 }
 
 // waitForMetric polls the server's /metrics until a line reads exactly line.
@@ -217,6 +238,17 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	if status != 200 || r.State != executor.StateCompleted || r.Stdout != want.String() {
 		t.Fatalf("after restart: %d %s", status, data)
+	}
+	// The audit log has the job's start, by the first server, and its finish, by
+	// the second, once each.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		events := auditEventsOf(t, filepath.Join(dataDir, "audit.log"), job.ID)
+		if slices.Equal(events, []string{"run.start", "run.finish:completed"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audit events of the job: %v", events)
+		}
 	}
 	for _, line := range strings.Split(strings.TrimSpace(srv.stderr.String()), "\n") {
 		if !json.Valid([]byte(line)) {

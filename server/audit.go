@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,9 +18,15 @@ import (
 // auditLog appends one JSON line per decision and per run (SPEC §8). Env values
 // and tokens never reach it: specs are reduced to env names, and tokens appear
 // only as fingerprints.
+//
+// A background job's run.finish may come long after its run.start, from another
+// server process: the ids of jobs whose start is written and whose finish is not
+// yet are kept as files in pendingDir, so that a server which starts after such a
+// job ended while nothing watched it still writes its finish.
 type auditLog struct {
-	mu sync.Mutex
-	f  *os.File
+	mu         sync.Mutex
+	f          *os.File
+	pendingDir string
 }
 
 // auditEvent is one line of the audit log.
@@ -46,6 +54,7 @@ type auditEvent struct {
 	TimedOut   bool           `json:"timed_out,omitempty"`
 	Signal     string         `json:"signal,omitempty"`
 	Error      string         `json:"error,omitempty"`
+	FinishedAt *time.Time     `json:"finished_at,omitempty"` // when the run ended; time is when this line was written
 
 	Remote string `json:"remote,omitempty"`
 	Token  string `json:"token,omitempty"` // a fingerprint, never the token
@@ -55,11 +64,41 @@ func openAudit(path string) (*auditLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
+	pendingDir := path + ".pending"
+	if err := os.MkdirAll(pendingDir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	return &auditLog{f: f}, nil
+	return &auditLog{f: f, pendingDir: pendingDir}, nil
+}
+
+// pend records that the finish of background job id, of tenant, is owed.
+func (a *auditLog) pend(id, tenant string) error {
+	return os.WriteFile(filepath.Join(a.pendingDir, id), []byte(tenant), 0o600)
+}
+
+// settle records that the finish of job id is written.
+func (a *auditLog) settle(id string) error {
+	err := os.Remove(filepath.Join(a.pendingDir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// pending maps the jobs whose finish is owed to their tenants.
+func (a *auditLog) pending() (map[string]string, error) {
+	entries, err := os.ReadDir(a.pendingDir)
+	owed := make(map[string]string, len(entries))
+	for _, e := range entries {
+		tenant, rerr := os.ReadFile(filepath.Join(a.pendingDir, e.Name()))
+		err = errors.Join(err, rerr)
+		owed[e.Name()] = string(tenant)
+	}
+	return owed, err
 }
 
 // write appends ev; a line is written whole or not at all (one write call).
@@ -92,6 +131,9 @@ func (ev auditEvent) withResult(r executor.Result) auditEvent {
 	code, dur := r.ExitCode, r.DurationMS
 	ev.ID, ev.State, ev.ExitCode, ev.DurationMS = r.ID, r.State, &code, &dur
 	ev.OOMKilled, ev.TimedOut, ev.Signal, ev.Error = r.OOMKilled, r.TimedOut, r.Signal, r.Error
+	if !r.FinishedAt.IsZero() {
+		ev.FinishedAt = &r.FinishedAt
+	}
 	if r.Image != "" {
 		ev.Image = r.Image
 	}

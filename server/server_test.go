@@ -532,7 +532,75 @@ func TestBackgroundLifecycle(t *testing.T) {
 	wantError(t, status, data, 400, "invalid_request", "signal")
 }
 
-type sseEvent struct{ name, data string }
+// TestAuditOwesTheFinishOfJobsNobodyWatched stops a server while two of its jobs
+// run: one ends, the other ends and its record is removed. The next server writes
+// both finishes, once each, and owes nothing more.
+func TestAuditOwesTheFinishOfJobsNobodyWatched(t *testing.T) {
+	h := newHarness(t, nil)
+	var ids []string
+	for _, cmd := range []string{"echo done; exit 5", "true"} {
+		status, data, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "sleep 0.5; " + cmd, "background": true})
+		if status != http.StatusAccepted {
+			t.Fatalf("start: %d %s", status, data)
+		}
+		ids = append(ids, decode[executor.Process](t, data).ID)
+	}
+	if err := h.svc.Close(t.Context(), false); err != nil { // the jobs go on, unwatched
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := h.ex.Wait(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.ex.Remove(t.Context(), ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	finishes := func() []auditEvent {
+		var out []auditEvent
+		for _, ev := range h.auditLines() {
+			if ev.Event == "run.finish" {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	if f := finishes(); len(f) != 0 {
+		t.Fatalf("finishes written while no server watched: %+v", f)
+	}
+
+	for start := range 2 { // the second start owes nothing: no line is written twice
+		svc, err := NewService(h.ex, h.cfg, slog.New(slog.NewJSONHandler(h.logs, nil)), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.svc = svc // the harness's cleanup closes the last one
+		f := finishes()
+		if len(f) != 2 {
+			t.Fatalf("start %d: finish lines %+v, want one per job", start, f)
+		}
+		byID := map[string]auditEvent{f[0].ID: f[0], f[1].ID: f[1]}
+		done, gone := byID[ids[0]], byID[ids[1]]
+		if done.Tenant != "alpha" || done.State != executor.StateCompleted || done.ExitCode == nil || *done.ExitCode != 5 ||
+			!done.Background || done.FinishedAt == nil || !done.FinishedAt.Before(done.Time) {
+			t.Errorf("finish of the ended job: %+v", done)
+		}
+		if gone.Tenant != "alpha" || !strings.Contains(gone.Error, "record was removed") {
+			t.Errorf("finish of the removed job: %+v", gone)
+		}
+		if owed, _ := os.ReadDir(h.cfg.AuditLog + ".pending"); len(owed) != 0 {
+			t.Errorf("still owed: %v", owed)
+		}
+		if start == 0 {
+			svc.Close(t.Context(), false)
+		}
+	}
+}
+
+type sseEvent struct {
+	name, data string
+	at         time.Time // when the event arrived
+}
 
 // readEvents reads a Server-Sent Events stream to its end.
 func readEvents(t *testing.T, r io.Reader) []sseEvent {
@@ -546,6 +614,7 @@ func readEvents(t *testing.T, r io.Reader) []sseEvent {
 		switch {
 		case line == "":
 			if ev.name != "" {
+				ev.at = time.Now()
 				out = append(out, ev)
 			}
 			ev = sseEvent{}

@@ -75,6 +75,7 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 		audit.close()
 		return nil, err
 	}
+	tracked := map[string]bool{}
 	for _, p := range running.Processes {
 		t, err := s.tenant(p.Tenant)
 		if err != nil {
@@ -84,8 +85,38 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 		t.active++
 		t.mu.Unlock()
 		s.track(t, p.ID)
+		tracked[p.ID] = true
 	}
+	s.settleEnded(tracked)
 	return s, nil
+}
+
+// settleEnded writes the owed finish of every background job that ended while no
+// server watched it, and of every job whose record is gone.
+func (s *Service) settleEnded(tracked map[string]bool) {
+	owed, err := s.audit.pending()
+	if err != nil {
+		s.log.Error("audit log: list owed finishes", "err", err)
+	}
+	for id, tenant := range owed {
+		if tracked[id] {
+			continue
+		}
+		r, err := s.ex.Get(context.Background(), id)
+		switch {
+		case errors.Is(err, executor.ErrNotFound):
+			s.write(auditEvent{Event: "run.finish", Tenant: tenant, ID: id, Background: true,
+				Error: "the job's record was removed before its end was audited"})
+		case err != nil:
+			s.log.Error("audit log: an owed finish", "id", id, "err", err)
+			continue
+		case r.State == executor.StateRunning:
+			continue // its tenant is no longer configured: owed until a server tracks it
+		default:
+			s.write(auditEvent{Event: "run.finish", Tenant: r.Tenant, Background: true}.withResult(r))
+		}
+		s.settle(id)
+	}
 }
 
 // Close stops tracking background jobs (they go on running) and closes the audit
@@ -285,7 +316,7 @@ func (s *Service) prepare(t *tenantState, spec *executor.Spec, via, remote strin
 }
 
 // Run runs spec in the foreground and returns its Result.
-func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, via, remote string) (executor.Result, error) {
+func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, via, remote string, opts ...executor.RunOption) (executor.Result, error) {
 	t, err := s.tenant(tenant)
 	if err != nil {
 		return executor.Result{}, err
@@ -306,7 +337,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	}
 	gauge := s.metrics.running.WithLabelValues("foreground")
 	gauge.Inc()
-	res, err := s.ex.Run(ctx, spec)
+	res, err := s.ex.Run(ctx, spec, opts...)
 	gauge.Dec()
 	ev := specEvent("run.finish", spec).withResult(res)
 	ev.Via, ev.Remote = via, remote
@@ -356,6 +387,9 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 		return executor.Process{}, err
 	}
 	allowed := s.started(spec, via, remote)
+	if allowed {
+		s.pend(spec.ID, spec.Tenant) // owed from the moment the start is written
+	}
 	p, err := s.ex.Start(ctx, spec)
 	if err != nil || !allowed || p.State != executor.StateRunning {
 		release()
@@ -365,10 +399,16 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 				s.metrics.refusals.WithLabelValues(p.BlockRule).Inc()
 			}
 		}
-		if err != nil && p.ID != "" {
+		if allowed { // it never ran: its finish is now
 			ev := specEvent("run.finish", spec)
-			ev.ID, ev.State, ev.Error, ev.Via = p.ID, p.State, err.Error(), via
+			ev.ID, ev.State, ev.Via = spec.ID, p.State, via
+			if err != nil {
+				ev.Error = err.Error()
+			}
 			s.write(ev)
+			s.settle(spec.ID)
+		}
+		if err != nil && p.ID != "" {
 			return p, s.runError(ctx, err)
 		}
 		return p, err
@@ -391,6 +431,7 @@ func (s *Service) trackStarted(t *tenantState, id string, release func()) {
 		}
 		ev := auditEvent{Event: "run.finish", Tenant: t.name, Background: true}.withResult(res)
 		s.write(ev)
+		s.settle(id)
 		s.metrics.ended("background", res)
 	}()
 }
@@ -515,5 +556,19 @@ func (s *Service) authFailed(token, via, remote, reason string) {
 func (s *Service) write(ev auditEvent) {
 	if err := s.audit.write(ev); err != nil {
 		s.log.Error("write audit log", "err", err)
+	}
+}
+
+// pend records that the finish of background job id is owed to the audit log.
+func (s *Service) pend(id, tenant string) {
+	if err := s.audit.pend(id, tenant); err != nil {
+		s.log.Error("audit log: record an owed finish", "id", id, "err", err)
+	}
+}
+
+// settle records that the finish of job id is written.
+func (s *Service) settle(id string) {
+	if err := s.audit.settle(id); err != nil {
+		s.log.Error("audit log: settle an owed finish", "id", id, "err", err)
 	}
 }
