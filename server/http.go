@@ -330,6 +330,9 @@ func (a *api) run(w http.ResponseWriter, r *http.Request, tenant string) error {
 		timeout = spec.Timeout.Duration()
 	}
 	extend(w, timeout+streamSlack)
+	if wantsEvents(r) {
+		return a.runEvents(w, r, tenant, spec)
+	}
 	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr)
 	if err != nil {
 		return err
@@ -569,65 +572,163 @@ func (a *api) followLogs(w http.ResponseWriter, r *http.Request, tenant string, 
 		return err // invalid options, named before the stream starts
 	}
 	extend(w, 0)
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-
-	var mu sync.Mutex
-	send := func(event string, v any) error {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
 	ctx, cancel := mergeCancel(r.Context(), a.streams)
-	beating := make(chan struct{})
-	defer func() { cancel(); <-beating }() // no write after the handler returns
-	go func() {
-		defer close(beating)
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				mu.Lock()
-				io.WriteString(w, ": keep-alive\n\n")
-				rc.Flush()
-				mu.Unlock()
-			}
-		}
-	}()
-	send("open", map[string]any{"id": req.ID, "encoding": cmp.Or(req.Encoding, "utf8")})
+	defer cancel()
+	es := newEventStream(w)
+	defer es.close() // no write after the handler returns
+	es.send("open", map[string]any{"id": req.ID, "encoding": cmp.Or(req.Encoding, "utf8")})
 	_, err = a.svc.Logs(ctx, tenant, req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset,
 		Follow: func(c executor.LogChunk) error {
-			return send(c.Stream, map[string]any{"offset": c.Offset, "data": enc(c.Data)})
+			return es.send(c.Stream, logChunk{Offset: c.Offset, Data: enc(c.Data)})
 		}})
 	if err != nil {
 		if ctx.Err() == nil {
-			send("error", errorBody{a.svc.errorOf(ctx, err)})
+			es.send("error", errorBody{a.svc.errorOf(ctx, err)})
 		}
 		return nil
 	}
 	res, err := a.svc.ex.Get(ctx, req.ID)
 	if err != nil {
-		send("error", errorBody{a.svc.errorOf(ctx, err)})
+		es.send("error", errorBody{a.svc.errorOf(ctx, err)})
 		return nil
 	}
-	send("end", endEvent{ID: res.ID, State: res.State, ExitCode: res.ExitCode, Signal: res.Signal,
+	es.send("end", endEvent{ID: res.ID, State: res.State, ExitCode: res.ExitCode, Signal: res.Signal,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, DurationMS: res.DurationMS,
 		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes})
 	return nil
+}
+
+// eventStream writes Server-Sent Events. Its headers go out with the first event,
+// so a request that fails before any event gets an ordinary error response; from
+// then on a keep-alive comment goes out every heartbeat until close.
+type eventStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	mu      sync.Mutex
+	open    bool
+	stop    chan struct{}
+	beating chan struct{} // closed when the keep-alive has stopped
+}
+
+func newEventStream(w http.ResponseWriter) *eventStream {
+	return &eventStream{w: w, rc: http.NewResponseController(w), stop: make(chan struct{}), beating: make(chan struct{})}
+}
+
+// send writes one event whose data is v as JSON, and flushes it.
+func (s *eventStream) send(event string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.open {
+		s.begin()
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// begin writes the headers and starts the keep-alive; s.mu is held.
+func (s *eventStream) begin() {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+	s.open = true
+	go func() {
+		defer close(s.beating)
+		tick := time.NewTicker(heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+				s.mu.Lock()
+				io.WriteString(s.w, ": keep-alive\n\n")
+				s.rc.Flush()
+				s.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// started reports whether the first event went out.
+func (s *eventStream) started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open
+}
+
+// close stops the keep-alive; nothing is written after it returns.
+func (s *eventStream) close() {
+	close(s.stop)
+	if s.started() {
+		<-s.beating
+	}
+}
+
+// streamWriter turns one output stream of a run into events {offset, data}.
+type streamWriter struct {
+	es     *eventStream
+	stream string
+	enc    func([]byte) string
+	offset int64
+}
+
+func (c *streamWriter) Write(p []byte) (int, error) {
+	if err := c.es.send(c.stream, logChunk{Offset: c.offset, Data: c.enc(p)}); err != nil {
+		return 0, err
+	}
+	c.offset += int64(len(p))
+	return len(p), nil
+}
+
+// logChunk is the data of a stdout or stderr event.
+type logChunk struct {
+	Offset int64  `json:"offset"`
+	Data   string `json:"data"`
+}
+
+// runEvents answers a foreground run as Server-Sent Events, for a client that
+// asked for them (Accept: text/event-stream): "stdout" and "stderr" chunks
+// {offset, data} as the command writes them, then "result" with the whole
+// Result. Refusals before the command starts (a bad field, 429) are ordinary
+// error responses; an error after the first event is an "error" event.
+func (a *api) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec) error {
+	enc, err := encoder(r.URL.Query().Get("encoding"))
+	if err != nil {
+		return err
+	}
+	es := newEventStream(w)
+	defer es.close()
+	live := executor.WithLiveOutput(&streamWriter{es: es, stream: "stdout", enc: enc}, &streamWriter{es: es, stream: "stderr", enc: enc})
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, live)
+	switch {
+	case err == nil:
+		es.send("result", res)
+	case !es.started():
+		return err
+	default:
+		es.send("error", errorBody{a.svc.errorOf(r.Context(), err)})
+	}
+	return nil
+}
+
+// wantsEvents reports whether the client asked for Server-Sent Events.
+func wantsEvents(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			if mt, _, _ := strings.Cut(strings.TrimSpace(part), ";"); strings.EqualFold(mt, "text/event-stream") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // endEvent closes a follow: how the job ended.

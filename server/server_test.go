@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -530,6 +531,84 @@ func TestBackgroundLifecycle(t *testing.T) {
 	}
 	status, data, _ = h.do("POST", "/v1/processes/"+id+"/kill", tokA, map[string]any{"signal": "NOPE"})
 	wantError(t, status, data, 400, "invalid_request", "signal")
+}
+
+// TestRunAsEvents runs in the foreground with Accept: text/event-stream: the
+// output arrives as the command writes it, byte for byte under base64, then the
+// Result; a refusal before the start is an ordinary error response.
+func TestRunAsEvents(t *testing.T) {
+	h := newHarness(t, nil)
+	post := func(query string, body map[string]any) *http.Response {
+		data, _ := json.Marshal(body)
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes"+query, bytes.NewReader(data))
+		req.Header.Set("Authorization", "Bearer "+tokA)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	// 1.5 s between the two lines: longer than the harness's 1 s write timeout too.
+	resp := post("?encoding=base64", map[string]any{"command": "echo one; printf '\\377' >&2; sleep 1.5; echo two; exit 3"})
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	events := readEvents(t, resp.Body)
+	var stdout, stderr []byte
+	var firstOut time.Time
+	for _, ev := range events[:len(events)-1] {
+		c := decode[logChunk](t, []byte(ev.data))
+		b, err := base64.StdEncoding.DecodeString(c.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.name {
+		case "stdout":
+			if c.Offset != int64(len(stdout)) {
+				t.Fatalf("stdout chunk at %d after %d bytes", c.Offset, len(stdout))
+			}
+			stdout = append(stdout, b...)
+			if firstOut.IsZero() {
+				firstOut = ev.at
+			}
+		case "stderr":
+			stderr = append(stderr, b...)
+		default:
+			t.Fatalf("event %q before the result", ev.name)
+		}
+	}
+	last := events[len(events)-1]
+	res := decode[executor.Result](t, []byte(last.data))
+	if last.name != "result" || res.State != executor.StateCompleted || res.ExitCode != 3 || res.Stdout != "one\ntwo\n" || res.Tenant != "alpha" {
+		t.Fatalf("last event %s: %s", last.name, last.data)
+	}
+	if string(stdout) != "one\ntwo\n" || string(stderr) != "\xff" {
+		t.Fatalf("streamed stdout %q stderr %q", stdout, stderr)
+	}
+	if gap := last.at.Sub(firstOut); gap < time.Second {
+		t.Fatalf("the first line arrived %s before the result: not as it was written", gap)
+	}
+
+	// Refused before the start: the usual JSON error, naming the field.
+	for query, body := range map[string]map[string]any{
+		"":                 {"command": "true", "memory": 1},
+		"?encoding=latin1": {"command": "true"},
+	} {
+		resp := post(query, body)
+		data, _ := io.ReadAll(resp.Body)
+		field := "memory"
+		if query != "" {
+			field = "encoding"
+		}
+		wantError(t, resp.StatusCode, data, http.StatusBadRequest, "invalid_request", field)
+	}
+	// A policy refusal is a Result, as without events.
+	events = readEvents(t, post("", map[string]any{"command": "rm -rf /"}).Body)
+	if len(events) != 1 || events[0].name != "result" || !strings.Contains(events[0].data, `"state":"blocked"`) {
+		t.Fatalf("refusal: %+v", events)
+	}
 }
 
 // TestAuditOwesTheFinishOfJobsNobodyWatched stops a server while two of its jobs
