@@ -194,6 +194,22 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// Unwrap gives the executor's error that the code stands for, so that a client's
+// errors.Is(err, executor.ErrNotFound) holds over HTTP as it does in process.
+func (e *Error) Unwrap() error {
+	switch e.Code {
+	case "invalid_request":
+		return executor.ErrInvalidSpec
+	case "not_found":
+		return executor.ErrNotFound
+	case "running":
+		return executor.ErrRunning
+	case "engine_error", "engine_unavailable":
+		return executor.ErrEngine
+	}
+	return nil
+}
+
 // errorOf maps an error to the service's error shape: the one place where
 // failures become statuses.
 func (s *Service) errorOf(ctx context.Context, err error) *Error {

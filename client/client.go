@@ -1,0 +1,337 @@
+// Package client is a Go client of airlock's HTTP API (airlock serve). Its
+// methods mirror the executor's and use its types, so a program moves from the
+// library to a server by changing what it calls; `airlock --server` uses it.
+//
+// Errors the server answers are *server.Error, with the HTTP status, and match
+// the executor's sentinels with errors.Is: executor.ErrInvalidSpec (400, Field
+// names the field), executor.ErrNotFound (404, also for other tenants' ids),
+// executor.ErrRunning and executor.ErrEngine.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/server"
+)
+
+// Client talks to one airlock server as one tenant.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+// New returns a client of the server at serverURL (http://host:port), sending
+// token as its bearer token (none when empty).
+func New(serverURL, token string) (*Client, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL %q: want http://host:port or https://host:port", serverURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return &Client{base: u, token: token, http: &http.Client{}}, nil
+}
+
+// Run runs spec in the foreground and returns its Result, as executor.Run does.
+// When stdout or stderr is set, the output is copied to them as the command
+// writes it (the server streams it as events); either may be nil.
+func (c *Client) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.Writer) (executor.Result, error) {
+	var res executor.Result
+	if spec.Background {
+		return res, &server.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "background",
+			Message: "background: Run runs in the foreground; Start starts a background job"}
+	}
+	if stdout == nil && stderr == nil {
+		err := c.call(ctx, "POST", "/v1/processes", nil, spec, &res)
+		return res, err
+	}
+	resp, err := c.send(ctx, "POST", "/v1/processes", url.Values{"encoding": {"base64"}}, spec, "text/event-stream")
+	if err != nil {
+		return res, err
+	}
+	defer resp.Body.Close()
+	if !isEventStream(resp) { // a server that answers in one piece
+		return res, json.NewDecoder(resp.Body).Decode(&res)
+	}
+	done := false
+	err = readEvents(resp.Body, func(event string, data []byte) error {
+		switch event {
+		case "stdout", "stderr":
+			var chunk executor.LogChunk // base64 data decodes into its []byte
+			if err := json.Unmarshal(data, &chunk); err != nil {
+				return fmt.Errorf("%s event: %w", event, err)
+			}
+			if w := map[string]io.Writer{"stdout": stdout, "stderr": stderr}[event]; w != nil {
+				w.Write(chunk.Data) // a closed terminal must not lose the Result
+			}
+		case "result":
+			done = true
+			return json.Unmarshal(data, &res)
+		case "error":
+			return errorEvent(data)
+		}
+		return nil
+	})
+	if err == nil && !done {
+		err = errors.New("the server ended the run's event stream without a result")
+	}
+	return res, err
+}
+
+// Start starts spec as a background job, as executor.Start does.
+func (c *Client) Start(ctx context.Context, spec executor.Spec) (executor.Process, error) {
+	spec.Background = true
+	var p executor.Process
+	err := c.call(ctx, "POST", "/v1/processes", nil, spec, &p)
+	return p, err
+}
+
+// Get reports a background job.
+func (c *Client) Get(ctx context.Context, id string) (executor.Result, error) {
+	var r executor.Result
+	err := c.call(ctx, "GET", "/v1/processes/"+url.PathEscape(id), nil, nil, &r)
+	return r, err
+}
+
+// List lists the tenant's background jobs, most recent first.
+func (c *Client) List(ctx context.Context, opts executor.ListOptions) (executor.ProcessList, error) {
+	q := url.Values{}
+	if opts.State != "" {
+		q.Set("state", string(opts.State))
+	}
+	for k, v := range opts.Labels {
+		q.Add("label", k+"="+v)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	var l executor.ProcessList
+	err := c.call(ctx, "GET", "/v1/processes", q, nil, &l)
+	return l, err
+}
+
+// Logs returns a page of a job's output, exact bytes; with opts.Follow, it
+// delivers every byte from opts.Offset as the job writes it, until the job has
+// ended, and returns the job's final state and byte counts.
+func (c *Client) Logs(ctx context.Context, id string, opts executor.LogsOptions) (executor.Logs, error) {
+	q := url.Values{"encoding": {"base64"}}
+	if opts.Stream != "" {
+		q.Set("stream", opts.Stream)
+	}
+	if opts.Offset != 0 {
+		q.Set("offset", strconv.FormatInt(opts.Offset, 10))
+	}
+	path := "/v1/processes/" + url.PathEscape(id) + "/logs"
+	var l executor.Logs // base64 strings decode into its []byte fields
+	if opts.Follow == nil {
+		if opts.Limit != 0 {
+			q.Set("limit", strconv.FormatInt(opts.Limit, 10))
+		}
+		err := c.call(ctx, "GET", path, q, nil, &l)
+		return l, err
+	}
+	q.Set("follow", "true")
+	resp, err := c.send(ctx, "GET", path, q, nil, "text/event-stream")
+	if err != nil {
+		return l, err
+	}
+	defer resp.Body.Close()
+	ended := false
+	err = readEvents(resp.Body, func(event string, data []byte) error {
+		switch event {
+		case "stdout", "stderr":
+			chunk := executor.LogChunk{Stream: event}
+			if err := json.Unmarshal(data, &chunk); err != nil {
+				return fmt.Errorf("%s event: %w", event, err)
+			}
+			return opts.Follow(chunk)
+		case "end": // id, state and byte counts, named as in Logs
+			ended = true
+			return json.Unmarshal(data, &l)
+		case "error":
+			return errorEvent(data)
+		}
+		return nil
+	})
+	if err == nil && !ended {
+		if err = ctx.Err(); err == nil {
+			err = errors.New("the server ended the follow before the job ended (is it shutting down?)")
+		}
+	}
+	return l, err
+}
+
+// Kill sends signal (default SIGTERM) to the job and, unless forceAfter is 0,
+// SIGKILL after forceAfter if it still runs.
+func (c *Client) Kill(ctx context.Context, id, signal string, forceAfter time.Duration) (executor.KillResult, error) {
+	force := forceAfter.Seconds()
+	var k executor.KillResult
+	err := c.call(ctx, "POST", "/v1/processes/"+url.PathEscape(id)+"/kill", nil,
+		server.KillRequest{Signal: signal, ForceAfter: &force}, &k)
+	return k, err
+}
+
+// waitPoll is the longest single long-poll of Wait.
+const waitPoll = time.Minute
+
+// Wait blocks until the job has ended and returns its Result. When ctx ends
+// first, it returns the job as last seen (state running) with ctx's error.
+func (c *Client) Wait(ctx context.Context, id string) (executor.Result, error) {
+	r := executor.Result{ID: id, State: executor.StateRunning}
+	for {
+		poll := waitPoll
+		if deadline, ok := ctx.Deadline(); ok {
+			poll = min(poll, time.Until(deadline))
+		}
+		if err := ctx.Err(); err != nil || poll <= 0 {
+			return r, cmp.Or(err, context.DeadlineExceeded)
+		}
+		err := c.call(ctx, "POST", "/v1/processes/"+url.PathEscape(id)+"/wait", nil,
+			server.WaitRequest{Timeout: executor.Seconds(poll.Seconds())}, &r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return executor.Result{ID: id, State: executor.StateRunning}, ctx.Err()
+			}
+			return r, err
+		}
+		if r.State != executor.StateRunning {
+			return r, nil
+		}
+	}
+}
+
+// Remove forgets an ended job: its record and logs.
+func (c *Client) Remove(ctx context.Context, id string) error {
+	return c.call(ctx, "DELETE", "/v1/processes/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// Check judges a shell command (or, with argv, a program and its arguments)
+// with the tenant's policy on the server; it runs nothing.
+func (c *Client) Check(ctx context.Context, command string, argv []string) (policy.Decision, error) {
+	var d policy.Decision
+	err := c.call(ctx, "POST", "/v1/check", nil, server.CheckRequest{Command: command, Argv: argv}, &d)
+	return d, err
+}
+
+// call sends a JSON request and decodes a JSON answer into out (unless nil).
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	resp, err := c.send(ctx, method, path, q, body, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends a request and returns the response when its status is a success;
+// otherwise the server's error as a *server.Error.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body any, accept string) (*http.Response, error) {
+	u := *c.base
+	u.Path += path
+	u.RawQuery = q.Encode()
+	var r io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("airlock server %s: %w", c.base.Host, err)
+	}
+	if resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct{ Error *server.Error }
+	if json.Unmarshal(data, &e) != nil || e.Error == nil {
+		return nil, &server.Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode),
+			Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))}
+	}
+	e.Error.Status = resp.StatusCode
+	return nil, e.Error
+}
+
+func isEventStream(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// errorEvent is the error an "error" event carries.
+func errorEvent(data []byte) error {
+	var e struct{ Error *server.Error }
+	if err := json.Unmarshal(data, &e); err != nil || e.Error == nil {
+		return fmt.Errorf("the server failed mid-stream: %s", data)
+	}
+	return e.Error
+}
+
+// readEvents reads a Server-Sent Events stream to its end and hands each event
+// to fn; comments (keep-alives) are skipped. Lines may be long: a result event
+// holds a run's whole output.
+func readEvents(r io.Reader, fn func(event string, data []byte) error) error {
+	br := bufio.NewReader(r)
+	var event string
+	var data []byte
+	has := false // a data line was read: data may still be empty
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0 && (event != "" || has):
+			if ferr := fn(cmp.Or(event, "message"), data); ferr != nil {
+				return ferr
+			}
+			event, data, has = "", nil, false
+		case bytes.HasPrefix(line, []byte("event:")):
+			event = strings.TrimSpace(string(line[len("event:"):]))
+		case bytes.HasPrefix(line, []byte("data:")):
+			if has {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
+			has = true
+		}
+		if err != nil { // io.EOF: an event not closed by a blank line is dropped, as the spec says
+			return nil
+		}
+	}
+}
