@@ -46,7 +46,14 @@ func airlockCLI(t *testing.T) string {
 // airlock runs the CLI and returns its stdout, stderr and exit code.
 func airlock(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return airlockEnv(t, nil, stdin, args...)
+}
+
+// airlockEnv is airlock with env added to the test's environment.
+func airlockEnv(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), airlockCLI(t), args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = &stdout, &stderr, strings.NewReader(stdin)
 	err := cmd.Run()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -20,13 +22,14 @@ const (
 
 // checkCmd is `airlock check [--policy FILE --mode M --json] 'CMD'`: one argument
 // is a shell command, more are an argv, as with run. It runs nothing.
-func checkCmd(args []string, stdout, stderr io.Writer) int {
+func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("airlock check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("policy", "", "policy file (JSON): mode, allow/deny patterns and programs, allowlist, workspace roots")
 	mode := fs.String("mode", "", "off, standard or strict (default: the file's, else standard)")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
 	rules := fs.Bool("rules", false, "list the rule ids and their reasons, and exit")
+	server := serverFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: airlock check [flags] -- 'CMD' | CMD ARGS...\n\nExit status: 0 allowed, 1 blocked, 2 bad input.\n\nFlags:")
 		fs.PrintDefaults()
@@ -42,20 +45,15 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		tw.Flush()
 		return checkAllowed
 	}
-	p, err := loadPolicy(*file, *mode)
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprintln(stderr, "airlock check: no command: airlock check [flags] -- 'CMD'")
+		return checkBadInput
+	}
+	d, err := decide(ctx, *server, *file, *mode, rest)
 	if err != nil {
 		fmt.Fprintln(stderr, "airlock check:", err)
 		return checkBadInput
-	}
-	var d policy.Decision
-	switch rest := fs.Args(); len(rest) {
-	case 0:
-		fmt.Fprintln(stderr, "airlock check: no command: airlock check [flags] -- 'CMD'")
-		return checkBadInput
-	case 1:
-		d = p.Check(rest[0])
-	default:
-		d = p.CheckArgv(rest)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -70,6 +68,33 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		return checkBlocked
 	}
 	return checkAllowed
+}
+
+// decide judges a command (one argument) or an argv (more) with the policy built
+// from file and mode, or with the server's policy for $AIRLOCK_TOKEN.
+func decide(ctx context.Context, serverURL, file, mode string, args []string) (policy.Decision, error) {
+	command, argv := "", args
+	if len(args) == 1 {
+		command, argv = args[0], nil
+	}
+	if serverURL != "" {
+		if file != "" || mode != "" {
+			return policy.Decision{}, errServerPolicy
+		}
+		c, err := client.New(serverURL, os.Getenv("AIRLOCK_TOKEN"))
+		if err != nil {
+			return policy.Decision{}, err
+		}
+		return c.Check(ctx, command, argv)
+	}
+	p, err := loadPolicy(file, mode)
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	if argv == nil {
+		return p.Check(command), nil
+	}
+	return p.CheckArgv(argv), nil
 }
 
 // loadPolicy builds the policy from an optional JSON file and an optional mode

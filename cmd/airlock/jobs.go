@@ -22,20 +22,20 @@ import (
 // startCmd is `airlock start [run flags] -- CMD`: it prints the job's id and
 // returns once the container has started.
 func startCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	spec, asJSON, pol, err := parseRunFlags("start", args, stderr)
+	f, err := parseRunFlags("start", args, stderr)
 	if err != nil {
 		return 0, err
 	}
-	ex, err := newExecutor(pol)
+	b, err := openBackend(f.server, f.policy)
 	if err != nil {
 		return 0, err
 	}
-	defer ex.Close()
-	p, err := ex.Start(ctx, spec)
+	defer b.Close()
+	p, err := b.Start(ctx, f.spec)
 	if errors.Is(err, executor.ErrInvalidSpec) || p.ID == "" {
 		return 0, err
 	}
-	if asJSON {
+	if f.asJSON {
 		printJSON(stdout, p)
 	} else {
 		fmt.Fprintln(stdout, p.ID)
@@ -57,6 +57,7 @@ func psCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	state := fs.String("state", "", "show only jobs in this state (running, completed, timed_out, killed, blocked, failed)")
 	limit := fs.Int("limit", 0, "show at most this many jobs (default 50)")
 	asJSON := fs.Bool("json", false, "print the list as JSON")
+	server := serverFlag(fs)
 	labels := kvFlag{}
 	fs.Var(&labels, "label", "show only jobs with label K=V (repeatable)")
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -66,12 +67,12 @@ func psCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if opts.State == "" && !*all {
 		opts.State = executor.StateRunning
 	}
-	ex, err := executor.New()
+	b, err := openBackend(*server, nil)
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
-	list, err := ex.List(ctx, opts)
+	defer b.Close()
+	list, err := b.List(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -103,6 +104,7 @@ func logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	stream := fs.String("stream", "both", "stdout, stderr or both")
 	offset := fs.Int64("offset", 0, "first byte of each stream to print")
 	limit := fs.String("limit", "", "most bytes of each stream to print, e.g. 4m (default 1m; not with -f)")
+	server := serverFlag(fs)
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
@@ -110,11 +112,11 @@ func logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ex, err := executor.New()
+	b, err := openBackend(*server, nil)
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer b.Close()
 	opts := executor.LogsOptions{Stream: *stream, Offset: *offset, Limit: lim}
 	if *follow {
 		opts.Follow = func(c executor.LogChunk) error {
@@ -126,7 +128,7 @@ func logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	l, err := ex.Logs(ctx, fs.Arg(0), opts)
+	l, err := b.Logs(ctx, fs.Arg(0), opts)
 	if err != nil {
 		return err
 	}
@@ -145,15 +147,16 @@ func killCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("kill", " ID", stderr)
 	sig := fs.String("signal", "SIGTERM", "signal to send first (name or number)")
 	force := fs.Duration("force-after", executor.DefaultForceAfter, "send SIGKILL after this long if the job still runs (0: never)")
+	server := serverFlag(fs)
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
-	ex, err := executor.New()
+	b, err := openBackend(*server, nil)
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
-	k, err := ex.Kill(ctx, fs.Arg(0), *sig, *force)
+	defer b.Close()
+	k, err := b.Kill(ctx, fs.Arg(0), *sig, *force)
 	if err != nil {
 		return err
 	}
@@ -167,7 +170,7 @@ func killCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	wctx, cancel := context.WithTimeout(ctx, patience)
 	defer cancel()
-	r, err := ex.Wait(wctx, k.Process.ID)
+	r, err := b.Wait(wctx, k.Process.ID)
 	if errors.Is(err, context.DeadlineExceeded) {
 		fmt.Fprintf(stdout, "process %s is still running after %s\n", r.ID, patience)
 		return nil
@@ -185,20 +188,21 @@ func waitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs := newFlagSet("wait", " ID", stderr)
 	timeout := fs.Duration("timeout", 0, "give up after this long (exit 125; the job goes on); 0 waits as long as it takes")
 	asJSON := fs.Bool("json", false, "print the job's result as JSON")
+	server := serverFlag(fs)
 	if err := parseFlags(fs, args, 1); err != nil {
 		return 0, err
 	}
-	ex, err := executor.New()
+	b, err := openBackend(*server, nil)
 	if err != nil {
 		return 0, err
 	}
-	defer ex.Close()
+	defer b.Close()
 	if *timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	r, err := ex.Wait(ctx, fs.Arg(0))
+	r, err := b.Wait(ctx, fs.Arg(0))
 	if err != nil {
 		if r.State == executor.StateRunning {
 			return 0, fmt.Errorf("process %s is still running: %w", r.ID, err)
@@ -217,26 +221,30 @@ func waitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // jobs' records and logs.
 func rmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("rm", " [ID...]", stderr)
-	olderThan := fs.Duration("older-than", 0, "remove every job that ended longer ago than this")
+	olderThan := fs.Duration("older-than", 0, "remove every job that ended longer ago than this (not with --server)")
+	server := serverFlag(fs)
 	if err := parseFlags(fs, args, -1); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 && *olderThan == 0 {
 		return errors.New("rm: give job ids, or --older-than")
 	}
-	ex, err := executor.New()
+	if *olderThan > 0 && *server != "" {
+		return errors.New("--older-than: a server forgets ended jobs one id at a time (airlock rm ID...)")
+	}
+	b, err := openBackend(*server, nil)
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer b.Close()
 	for _, id := range fs.Args() {
-		if err := ex.Remove(ctx, id); err != nil {
+		if err := b.Remove(ctx, id); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, id)
 	}
 	if *olderThan > 0 {
-		ids, err := ex.Prune(ctx, *olderThan)
+		ids, err := b.(local).Prune(ctx, *olderThan)
 		for _, id := range ids {
 			fmt.Fprintln(stdout, id)
 		}

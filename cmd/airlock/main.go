@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/server"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -40,6 +42,10 @@ Usage:
 Run 'airlock run -h' for the run flags (start takes the same). Background jobs
 live in $AIRLOCK_DATA (default ~/.local/share/airlock): any airlock command sees
 every job, and jobs outlive the airlock process that started them.
+
+run, start, ps, logs, kill, wait, rm and check act through an airlock server
+instead of the local engine with --server URL (or $AIRLOCK_SERVER), as the
+tenant of the token in $AIRLOCK_TOKEN; the server's policy and ceilings apply.
 `
 
 // exitUsage is the exit code of airlock's own failures (bad flags, engine down),
@@ -80,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "mcp":
 		err = mcpCmd(ctx, args[1:], stdout, stderr)
 	case "check":
-		return checkCmd(args[1:], stdout, stderr)
+		return checkCmd(ctx, args[1:], stdout, stderr)
 	case "images":
 		err = imagesCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
@@ -94,6 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, "airlock:", err)
+		}
+		if e := (*server.Error)(nil); errors.As(err, &e) && e.Status == http.StatusUnauthorized {
+			fmt.Fprintln(stderr, "airlock: the token sent is $AIRLOCK_TOKEN's")
 		}
 		return exitUsage
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,51 +18,40 @@ import (
 // runCmd is `airlock run [flags] -- CMD [ARGS...]`: one argument after the flags is
 // a shell command, more are an argv executed without a shell.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	spec, asJSON, pol, err := parseRunFlags("run", args, stderr)
+	f, err := parseRunFlags("run", args, stderr)
 	if err != nil {
 		return 0, err
 	}
-	ex, err := newExecutor(pol)
+	b, err := openBackend(f.server, f.policy)
 	if err != nil {
 		return 0, err
 	}
-	defer ex.Close()
+	defer b.Close()
 
-	var opts []executor.RunOption
-	if !asJSON {
-		opts = append(opts, executor.WithLiveOutput(stdout, stderr))
+	live, liveErr := stdout, stderr
+	if f.asJSON {
+		live, liveErr = nil, nil
 	}
-	res, err := ex.Run(ctx, spec, opts...)
-	if errors.Is(err, executor.ErrInvalidSpec) {
-		return 0, err
+	res, err := b.Run(ctx, f.spec, live, liveErr)
+	if err != nil && res.ID == "" {
+		return 0, err // nothing ran: an invalid spec, or no answer from the engine or the server
 	}
-	if asJSON {
+	if f.asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return 0, err
 		}
 	} else {
 		explain(stderr, res)
 	}
-	if err != nil && res.State == executor.StateFailed {
-		if asJSON {
-			return res.ExitCode, nil // the reason is in the printed result
-		}
-		return 0, err
-	}
 	return res.ExitCode, nil
-}
-
-// newExecutor opens an executor on the local engine that judges commands with pol.
-func newExecutor(pol *policy.Policy) (*executor.Executor, error) {
-	cfg := executor.DefaultConfig()
-	cfg.Policy = pol
-	return executor.New(executor.WithConfig(cfg))
 }
 
 // explain prints what a person at a terminal would otherwise have to guess: why
 // the run ended the way it did.
 func explain(w io.Writer, r executor.Result) {
 	switch {
+	case r.State == executor.StateFailed:
+		fmt.Fprintf(w, "airlock: %s\n", r.Error)
 	case r.Blocked:
 		fmt.Fprintf(w, "airlock: blocked by policy [%s]: %s (nothing ran)\n", r.BlockRule, r.BlockReason)
 	case r.TimedOut:
@@ -78,15 +66,24 @@ func explain(w io.Writer, r executor.Result) {
 	}
 }
 
+// runFlags is the command line of `airlock run` or `airlock start`.
+type runFlags struct {
+	spec   executor.Spec
+	asJSON bool
+	policy *policy.Policy // nil unless --policy or --policy-mode: the default
+	server string
+}
+
 // parseRunFlags turns the command line of `airlock run` or `airlock start` into a
 // Spec. Sizes take docker's units (512m, 1g), the timeout a duration (30s) or
 // plain seconds (30).
-func parseRunFlags(cmd string, args []string, stderr io.Writer) (spec executor.Spec, asJSON bool, pol *policy.Policy, err error) {
+func parseRunFlags(cmd string, args []string, stderr io.Writer) (f runFlags, err error) {
 	var (
 		memory, tmpfsSize, maxOutput string
 		timeout, stdinFile           string
 		policyFile, policyMode       string
 		env, labels                  = kvFlag{}, kvFlag{}
+		spec                         = &f.spec
 	)
 	fs := flag.NewFlagSet("airlock "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -113,26 +110,30 @@ func parseRunFlags(cmd string, args []string, stderr io.Writer) (spec executor.S
 	fs.StringVar(&maxOutput, "max-output", "", "bytes of each stream kept in the result, e.g. 1m")
 	fs.IntVar(&spec.TailLines, "tail-lines", 0, "lines in the result's stdout_tail/stderr_tail (default 100)")
 	fs.Var(&labels, "label", "label K=V echoed in the result (repeatable)")
-	fs.BoolVar(&asJSON, "json", false, "print the result as JSON instead of streaming the output")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON instead of streaming the output")
 	fs.StringVar(&policyFile, "policy", "", "policy file (JSON), as for airlock check")
 	fs.StringVar(&policyMode, "policy-mode", "", "policy mode: off, standard or strict (default standard)")
+	server := serverFlag(fs)
 	if err := fs.Parse(args); err != nil {
-		return spec, false, nil, errReported
+		return f, errReported
 	}
-	if pol, err = loadPolicy(policyFile, policyMode); err != nil {
-		return spec, false, nil, err
+	f.server = *server
+	if policyFile != "" || policyMode != "" {
+		if f.policy, err = loadPolicy(policyFile, policyMode); err != nil {
+			return f, err
+		}
 	}
 	if spec.Memory, err = parseBytes("memory", memory); err != nil {
-		return spec, false, nil, err
+		return f, err
 	}
 	if spec.TmpfsSize, err = parseBytes("tmpfs-size", tmpfsSize); err != nil {
-		return spec, false, nil, err
+		return f, err
 	}
 	if spec.MaxOutput, err = parseBytes("max-output", maxOutput); err != nil {
-		return spec, false, nil, err
+		return f, err
 	}
 	if spec.Timeout, err = parseSeconds("timeout", timeout); err != nil {
-		return spec, false, nil, err
+		return f, err
 	}
 	if len(env) > 0 {
 		spec.Env = env
@@ -145,27 +146,27 @@ func parseRunFlags(cmd string, args []string, stderr io.Writer) (spec executor.S
 	case "-":
 		b, err := io.ReadAll(os.Stdin)
 		if err != nil {
-			return spec, false, nil, fmt.Errorf("--stdin-file: %w", err)
+			return f, fmt.Errorf("--stdin-file: %w", err)
 		}
 		s := string(b)
 		spec.Stdin = &s
 	default:
 		b, err := os.ReadFile(stdinFile)
 		if err != nil {
-			return spec, false, nil, fmt.Errorf("--stdin-file: %w", err)
+			return f, fmt.Errorf("--stdin-file: %w", err)
 		}
 		s := string(b)
 		spec.Stdin = &s
 	}
 	switch rest := fs.Args(); len(rest) {
 	case 0:
-		return spec, false, nil, fmt.Errorf("no command: airlock %s [flags] -- CMD [ARGS...]", cmd)
+		return f, fmt.Errorf("no command: airlock %s [flags] -- CMD [ARGS...]", cmd)
 	case 1:
 		spec.Command = rest[0]
 	default:
 		spec.Argv = rest
 	}
-	return spec, asJSON, pol, nil
+	return f, nil
 }
 
 // parseBytes reads a size in docker's units; "" means the default (0).

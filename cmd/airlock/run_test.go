@@ -9,13 +9,15 @@ import (
 )
 
 func TestParseRunFlags(t *testing.T) {
-	spec, asJSON, _, err := parseRunFlags("run", []string{
+	f, err := parseRunFlags("run", []string{
 		"--memory", "512m", "--cpus", "0.5", "--pids", "64", "--tmpfs-size", "1g", "--timeout", "2m",
-		"--max-output", "64k", "--env", "A=1", "--env", "B=x=y", "--label", "agent=a1", "--json", "--", "make", "test",
+		"--max-output", "64k", "--env", "A=1", "--env", "B=x=y", "--label", "agent=a1", "--json",
+		"--server", "http://127.0.0.1:8080", "--", "make", "test",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec, asJSON := f.spec, f.asJSON
 	want := executor.Spec{Argv: []string{"make", "test"}, Memory: 512 << 20, CPUs: 0.5, Pids: 64, TmpfsSize: 1 << 30,
 		Timeout: 120, MaxOutput: 64 << 10}
 	if !asJSON || spec.Memory != want.Memory || spec.CPUs != want.CPUs || spec.Pids != want.Pids || spec.TmpfsSize != want.TmpfsSize ||
@@ -23,10 +25,13 @@ func TestParseRunFlags(t *testing.T) {
 		spec.Env["A"] != "1" || spec.Env["B"] != "x=y" || spec.Labels["agent"] != "a1" {
 		t.Errorf("parsed %+v json=%v", spec, asJSON)
 	}
+	if f.server != "http://127.0.0.1:8080" || f.policy != nil {
+		t.Errorf("server %q, policy %v: want the server and no local policy", f.server, f.policy)
+	}
 
-	spec, _, _, err = parseRunFlags("run", []string{"--", "echo hi | wc -c"}, io.Discard)
-	if err != nil || spec.Command != "echo hi | wc -c" || spec.Argv != nil {
-		t.Errorf("one argument must be a shell command: %+v %v", spec, err)
+	f, err = parseRunFlags("run", []string{"--", "echo hi | wc -c"}, io.Discard)
+	if spec := f.spec; err != nil || spec.Command != "echo hi | wc -c" || spec.Argv != nil {
+		t.Errorf("one argument must be a shell command: %+v %v", f.spec, err)
 	}
 }
 
@@ -42,7 +47,7 @@ func TestParseRunFlagsErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--stdin-file", "/no/such/file", "--", "cat"}, "--stdin-file"},
 		{[]string{}, "no command"},
 	} {
-		_, _, _, err := parseRunFlags("run", tc.args, io.Discard)
+		_, err := parseRunFlags("run", tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want it to name %s", tc.args, err, tc.want)
 		}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/client"
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// backend is where the job commands act: the engine on this machine, through an
+// executor, or an airlock server (--server), through its HTTP API.
+type backend interface {
+	// Run runs in the foreground, copying the output to stdout and stderr as it
+	// comes unless they are nil.
+	Run(ctx context.Context, spec executor.Spec, stdout, stderr io.Writer) (executor.Result, error)
+	Start(ctx context.Context, spec executor.Spec) (executor.Process, error)
+	List(ctx context.Context, opts executor.ListOptions) (executor.ProcessList, error)
+	Logs(ctx context.Context, id string, opts executor.LogsOptions) (executor.Logs, error)
+	Kill(ctx context.Context, id, signal string, forceAfter time.Duration) (executor.KillResult, error)
+	Wait(ctx context.Context, id string) (executor.Result, error)
+	Remove(ctx context.Context, id string) error
+	Close() error
+}
+
+// local is the engine on this machine.
+type local struct{ *executor.Executor }
+
+func (l local) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.Writer) (executor.Result, error) {
+	var opts []executor.RunOption
+	if stdout != nil || stderr != nil {
+		opts = append(opts, executor.WithLiveOutput(stdout, stderr))
+	}
+	return l.Executor.Run(ctx, spec, opts...)
+}
+
+// remote is an airlock server, as the tenant of $AIRLOCK_TOKEN.
+type remote struct{ *client.Client }
+
+func (remote) Close() error { return nil }
+
+// serverFlag adds --server to a job command's flags.
+func serverFlag(fs *flag.FlagSet) *string {
+	return fs.String("server", os.Getenv("AIRLOCK_SERVER"),
+		"act through the airlock server at this URL, as the tenant of $AIRLOCK_TOKEN, instead of the local engine (default $AIRLOCK_SERVER)")
+}
+
+// errServerPolicy refuses a local policy for a command sent to a server.
+var errServerPolicy = errors.New("--policy and --policy-mode judge commands on this machine; a server judges them with its own policy for your token (drop them, or --server)")
+
+// openBackend opens the server at serverURL, or when it is empty the local engine,
+// whose executor judges commands with pol (nil: the default policy).
+func openBackend(serverURL string, pol *policy.Policy) (backend, error) {
+	if serverURL != "" {
+		if pol != nil {
+			return nil, errServerPolicy
+		}
+		c, err := client.New(serverURL, os.Getenv("AIRLOCK_TOKEN"))
+		if err != nil {
+			return nil, err
+		}
+		return remote{c}, nil
+	}
+	cfg := executor.DefaultConfig()
+	if pol != nil {
+		cfg.Policy = pol
+	}
+	ex, err := executor.New(executor.WithConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return local{ex}, nil
+}
