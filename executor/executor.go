@@ -40,6 +40,8 @@ type Executor struct {
 
 	buildMu sync.Mutex // one image build at a time; others wait for its outcome
 
+	oomWait time.Duration // oomEventWait; shorter in unit tests of a fake engine
+
 	// Background jobs: their records and logs, and the watchers of this process.
 	store    *store.Store
 	jobsCtx  context.Context // ends when the executor closes
@@ -67,7 +69,7 @@ func withEngine(eng engine) Option {
 // answers, opens the data dir of background jobs, reconciles it with the engine
 // (see reconcile), and returns an Executor.
 func New(opts ...Option) (*Executor, error) {
-	e := &Executor{cfg: DefaultConfig(), watchers: map[string]*watcher{}}
+	e := &Executor{cfg: DefaultConfig(), watchers: map[string]*watcher{}, oomWait: oomEventWait}
 	e.jobsCtx, e.stopJobs = context.WithCancel(context.Background())
 	for _, opt := range opts {
 		if err := opt(e); err != nil {

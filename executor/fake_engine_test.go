@@ -365,6 +365,7 @@ func newFakeExecutor(t *testing.T, f *fakeEngine, change func(*Config)) *Executo
 		t.Fatalf("New with a fake engine: %v", err)
 	}
 	t.Cleanup(func() { e.Close() })
+	e.oomWait = 100 * time.Millisecond // the fake's flag is never late
 	f.reset()
 	return e
 }

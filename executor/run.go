@@ -338,17 +338,19 @@ func (r *Result) ended(st containerState, timedOut, cancelled bool) {
 }
 
 // oomEventWait bounds how long airlock waits for the engine's OOM flag on a
-// container that ended by SIGKILL: the engine learns of the exit and of the OOM
-// kill from two events, and the exit can come first (by over 500 ms on a busy
-// engine).
-const oomEventWait = 2 * time.Second
+// container that ended by a SIGKILL airlock did not send: the engine learns of
+// the exit and of the OOM kill from two events, and the exit can come first, by
+// over 2 s on an engine loaded with a hundred sandboxes. Only such exits wait, and
+// an OOM kill reported as a plain exit 137 is a wrong answer, so the bound is
+// generous.
+const oomEventWait = 10 * time.Second
 
 // finalState reads the engine's record of a stopped container. For an exit by
 // a SIGKILL airlock did not send and not (yet) flagged as OOM, it asks again for
 // a moment, so that an OOM kill is reported as one.
 func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock bool) (containerState, error) {
 	st, err := e.eng.inspect(ctx, cid)
-	deadline := time.Now().Add(oomEventWait)
+	deadline := time.Now().Add(e.oomWait)
 	for err == nil && !killedByAirlock && st.ExitCode == 128+int(syscall.SIGKILL) && !st.OOMKilled && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		st, err = e.eng.inspect(ctx, cid)
