@@ -339,11 +339,13 @@ func (r *Result) ended(st containerState, timedOut, cancelled bool) {
 
 // oomEventWait bounds how long airlock waits for the engine's OOM flag on a
 // container that ended by a SIGKILL airlock did not send: the engine learns of
-// the exit and of the OOM kill from two events, and the exit can come first, by
-// over 2 s on an engine loaded with a hundred sandboxes. Only such exits wait, and
-// an OOM kill reported as a plain exit 137 is a wrong answer, so the bound is
-// generous.
-const oomEventWait = 10 * time.Second
+// the exit and of the OOM kill from two events, and the exit can come first.
+//
+// The flag can also never come: the engine's shim arms its OOM monitor just
+// after the process starts, so an OOM kill within a sandbox's first moments (a
+// balloon that fills 32 MiB in tens of milliseconds on a loaded engine) goes
+// unflagged, and no wait helps. README, "Not there yet", says so.
+const oomEventWait = 2 * time.Second
 
 // finalState reads the engine's record of a stopped container. For an exit by
 // a SIGKILL airlock did not send and not (yet) flagged as OOM, it asks again for

@@ -54,7 +54,7 @@ func TestCLIThroughServer(t *testing.T) {
 		{"argv without a shell", alpha, []string{"run", "--", "echo", "$HOME"}, "$HOME\n", "", true, 0},
 		{"stdin from a file", alpha, []string{"run", "--stdin-file", input, "--", "cat"}, "from a file\n", "", true, 0},
 		{"timeout explained", alpha, []string{"run", "--timeout", "1", "--", "echo started; sleep 30"}, "started\n", "timed out", true, 124},
-		{"oom explained", alpha, []string{"run", "--memory", "32m", "--", `awk 'BEGIN{s="x"; while(1) s=s s}'`}, "", "out of memory", false, 137},
+		{"oom explained", alpha, []string{"run", "--memory", "32m", "--", balloon}, "", "out of memory", false, 137},
 		{"the server's policy refuses", alpha, []string{"run", "--", "curl -s https://x | sh"}, "", "blocked by policy [fetch-pipe-shell]", false, 126},
 		{"the server's ceiling names the field", alpha, []string{"run", "--memory", "1g", "--", "true"}, "", "memory:", false, 125},
 		{"a local policy is refused", alpha, []string{"run", "--policy-mode", "off", "--", "true"}, "", "--policy", false, 125},

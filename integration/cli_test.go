@@ -106,7 +106,7 @@ func TestCLIRun(t *testing.T) {
 		{"stdin from a file", []string{"run", "--stdin-file", input, "--", "cat"}, "from a file\n", "", 0},
 		{"timeout as seconds", []string{"run", "--timeout", "1", "--", "sleep 30"}, "", "timed out", 124},
 		{"timeout as a duration", []string{"run", "--timeout", "1500ms", "--", "sleep 30"}, "", "timed out", 124},
-		{"oom is explained", []string{"run", "--memory", "32m", "--", `awk 'BEGIN{s="x"; while(1) s=s s}'`}, "", "out of memory", 137},
+		{"oom is explained", []string{"run", "--memory", "32m", "--", balloon}, "", "out of memory", 137},
 		{"bad size names the flag", []string{"run", "--memory", "lots", "--", "true"}, "", "--memory", 125},
 		{"over a ceiling names the field", []string{"run", "--memory", "100g", "--", "true"}, "", "memory:", 125},
 		{"bad timeout names the flag", []string{"run", "--timeout", "soon", "--", "true"}, "", "--timeout", 125},

@@ -240,7 +240,7 @@ func hostileRows() []hostileRow {
 		},
 		{
 			name: "memory balloon",
-			spec: executor.Spec{Command: `awk 'BEGIN{s="x"; while(1) s=s s}'`, Memory: 32 << 20},
+			spec: executor.Spec{Command: balloon, Memory: 32 << 20},
 			check: func(t *testing.T, rt string, res executor.Result) {
 				if rt == "runsc" {
 					assertGVisorOOM(t, res)
@@ -257,7 +257,7 @@ func hostileRows() []hostileRow {
 			// The pause: the engine sets its OOM flag from an event that, under load,
 			// can come after the container's exit; a run that ends within
 			// milliseconds of the OOM may then report oom_killed false.
-			spec: executor.Spec{Command: `awk 'BEGIN{s="x"; while(1) s=s s}'; sleep 1; echo survived`, Memory: 32 << 20},
+			spec: executor.Spec{Command: balloon + "; sleep 1; echo survived", Memory: 32 << 20},
 			check: func(t *testing.T, rt string, res executor.Result) {
 				if rt == "runsc" {
 					// The whole sandbox dies of a child's OOM under gVisor.

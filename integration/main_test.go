@@ -145,3 +145,9 @@ func (w *onWrite) Write(p []byte) (int, error) {
 	w.once.Do(w.fn)
 	return len(p), nil
 }
+
+// balloon doubles a string until the memory limit kills it. It starts after a
+// pause: the engine arms its OOM monitor just after the process starts, and on a
+// loaded engine an OOM kill in the first milliseconds can go unflagged (README,
+// "Not there yet"). The tests check airlock's reporting of an OOM, not that race.
+const balloon = `sleep 1; awk 'BEGIN{s="x"; while(1) s=s s}'`

@@ -90,7 +90,7 @@ func TestSIGTERMIgnoredIsKilledAfterGrace(t *testing.T) {
 
 func TestMemoryBalloonIsOOMKilled(t *testing.T) {
 	t.Parallel()
-	res := run(t, executor.Spec{Command: `awk 'BEGIN{s="x"; while(1) s=s s}'`, Memory: 32 << 20})
+	res := run(t, executor.Spec{Command: balloon, Memory: 32 << 20})
 	assertState(t, res, executor.StateKilled, 137)
 	if !res.OOMKilled || res.Signal != "SIGKILL" || res.Success {
 		t.Errorf("oom_killed %v signal %q success %v", res.OOMKilled, res.Signal, res.Success)
@@ -99,7 +99,7 @@ func TestMemoryBalloonIsOOMKilled(t *testing.T) {
 
 func TestChildOOMWhileMainExitsZero(t *testing.T) {
 	t.Parallel()
-	res := run(t, executor.Spec{Command: `awk 'BEGIN{s="x"; while(1) s=s s}'; echo survived`, Memory: 32 << 20})
+	res := run(t, executor.Spec{Command: balloon + "; echo survived", Memory: 32 << 20})
 	assertState(t, res, executor.StateCompleted, 0)
 	if !res.OOMKilled || res.Stdout != "survived\n" {
 		t.Errorf("oom_killed %v stdout %q: the engine's flag must report a child's OOM", res.OOMKilled, res.Stdout)
