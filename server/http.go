@@ -333,7 +333,7 @@ func (a *api) run(w http.ResponseWriter, r *http.Request, tenant string) error {
 	if wantsEvents(r) {
 		return a.runEvents(w, r, tenant, spec)
 	}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr)
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, nil)
 	if err != nil {
 		return err
 	}
@@ -695,19 +695,23 @@ type logChunk struct {
 }
 
 // runEvents answers a foreground run as Server-Sent Events, for a client that
-// asked for them (Accept: text/event-stream): "stdout" and "stderr" chunks
-// {offset, data} as the command writes them, then "result" with the whole
-// Result. Refusals before the command starts (a bad field, 429) are ordinary
-// error responses; an error after the first event is an "error" event.
+// asked for them (Accept: text/event-stream): "open" with the run's id once it
+// is admitted (keep-alives follow, so a silent run holds its connection), then
+// "stdout" and "stderr" chunks {offset, data} as the command writes them, then
+// "result" with the whole Result. Refusals before the start (a bad field, 429)
+// are ordinary error responses, and a policy refusal is a lone "result"; an
+// error after the first event is an "error" event.
 func (a *api) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec) error {
-	enc, err := encoder(r.URL.Query().Get("encoding"))
+	encoding := r.URL.Query().Get("encoding")
+	enc, err := encoder(encoding)
 	if err != nil {
 		return err
 	}
 	es := newEventStream(w)
 	defer es.close()
+	begin := func(id string) { es.send("open", map[string]any{"id": id, "encoding": cmp.Or(encoding, "utf8")}) }
 	live := executor.WithLiveOutput(&streamWriter{es: es, stream: "stdout", enc: enc}, &streamWriter{es: es, stream: "stderr", enc: enc})
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, live)
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, begin, live)
 	switch {
 	case err == nil:
 		es.send("result", res)

@@ -556,9 +556,13 @@ func TestRunAsEvents(t *testing.T) {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	events := readEvents(t, resp.Body)
+	open := decode[map[string]string](t, []byte(events[0].data))
+	if events[0].name != "open" || len(open["id"]) != 24 || open["encoding"] != "base64" {
+		t.Fatalf("first event %s %s, want open with the run's id", events[0].name, events[0].data)
+	}
 	var stdout, stderr []byte
 	var firstOut time.Time
-	for _, ev := range events[:len(events)-1] {
+	for _, ev := range events[1 : len(events)-1] {
 		c := decode[logChunk](t, []byte(ev.data))
 		b, err := base64.StdEncoding.DecodeString(c.Data)
 		if err != nil {
@@ -581,7 +585,7 @@ func TestRunAsEvents(t *testing.T) {
 	}
 	last := events[len(events)-1]
 	res := decode[executor.Result](t, []byte(last.data))
-	if last.name != "result" || res.State != executor.StateCompleted || res.ExitCode != 3 || res.Stdout != "one\ntwo\n" || res.Tenant != "alpha" {
+	if last.name != "result" || res.ID != open["id"] || res.State != executor.StateCompleted || res.ExitCode != 3 || res.Stdout != "one\ntwo\n" || res.Tenant != "alpha" {
 		t.Fatalf("last event %s: %s", last.name, last.data)
 	}
 	if string(stdout) != "one\ntwo\n" || string(stderr) != "\xff" {

@@ -331,8 +331,10 @@ func (s *Service) prepare(t *tenantState, spec *executor.Spec, via, remote strin
 	return nil
 }
 
-// Run runs spec in the foreground and returns its Result.
-func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, via, remote string, opts ...executor.RunOption) (executor.Result, error) {
+// Run runs spec in the foreground and returns its Result. begin, unless nil, is
+// called with the run's id once the run is admitted and its start audited, just
+// before its sandbox is made; it is not called for a refusal.
+func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, via, remote string, begin func(id string), opts ...executor.RunOption) (executor.Result, error) {
 	t, err := s.tenant(tenant)
 	if err != nil {
 		return executor.Result{}, err
@@ -350,6 +352,9 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 		res, err := s.ex.Run(ctx, spec) // blocked: the executor makes the Result, nothing runs
 		s.metrics.ended("foreground", res)
 		return res, err
+	}
+	if begin != nil {
+		begin(spec.ID)
 	}
 	gauge := s.metrics.running.WithLabelValues("foreground")
 	gauge.Inc()
