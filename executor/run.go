@@ -344,7 +344,8 @@ func (r *Result) ended(st containerState, timedOut, cancelled bool) {
 // The flag can also never come: the engine's shim arms its OOM monitor just
 // after the process starts, so an OOM kill within a sandbox's first moments (a
 // balloon that fills 32 MiB in tens of milliseconds on a loaded engine) goes
-// unflagged, and no wait helps. README, "Not there yet", says so.
+// unflagged, and no wait helps. The kernel's own log (kernelOOM) tells of it
+// where airlock may read it.
 const oomEventWait = 2 * time.Second
 
 // finalState reads the engine's record of a stopped container. For an exit by
@@ -352,8 +353,14 @@ const oomEventWait = 2 * time.Second
 // a moment, so that an OOM kill is reported as one.
 func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock bool) (containerState, error) {
 	st, err := e.eng.inspect(ctx, cid)
+	unexplained := func() bool {
+		return err == nil && !killedByAirlock && st.ExitCode == 128+int(syscall.SIGKILL) && !st.OOMKilled
+	}
+	if unexplained() && kernelOOM(cid) {
+		st.OOMKilled = true // the kernel says so, and the engine may never
+	}
 	deadline := time.Now().Add(e.oomWait)
-	for err == nil && !killedByAirlock && st.ExitCode == 128+int(syscall.SIGKILL) && !st.OOMKilled && time.Now().Before(deadline) {
+	for unexplained() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		st, err = e.eng.inspect(ctx, cid)
 	}
