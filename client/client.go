@@ -76,7 +76,11 @@ func (c *Client) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.
 			if err := json.Unmarshal(data, &chunk); err != nil {
 				return fmt.Errorf("%s event: %w", event, err)
 			}
-			if w := map[string]io.Writer{"stdout": stdout, "stderr": stderr}[event]; w != nil {
+			w := stdout
+			if event == "stderr" {
+				w = stderr
+			}
+			if w != nil {
 				w.Write(chunk.Data) // a closed terminal must not lose the Result
 			}
 		case "result":

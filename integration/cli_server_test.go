@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -94,26 +93,7 @@ func TestCLIThroughServer(t *testing.T) {
 
 	t.Run("output streams live", func(t *testing.T) {
 		t.Parallel()
-		cmd := exec.CommandContext(t.Context(), airlockCLI(t), "run", "--", "echo first; sleep 2; echo second")
-		cmd.Env = append(cmd.Environ(), alpha...)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r := bufio.NewReader(out)
-		first, _ := r.ReadString('\n')
-		firstAt := time.Now()
-		second, _ := r.ReadString('\n')
-		cmd.Wait()
-		if first != "first\n" || second != "second\n" {
-			t.Fatalf("output %q %q", first, second)
-		}
-		if d := time.Since(firstAt); d < time.Second {
-			t.Errorf("the first line arrived only %s before the end: output is not streamed", d)
-		}
+		assertStreamsLive(t, alpha)
 	})
 
 	t.Run("background job", func(t *testing.T) {

@@ -162,7 +162,15 @@ func TestCLIJSONResult(t *testing.T) {
 // TestCLIStreamsLive checks that output reaches the terminal while the command runs.
 func TestCLIStreamsLive(t *testing.T) {
 	t.Parallel()
+	assertStreamsLive(t, nil)
+}
+
+// assertStreamsLive runs `airlock run` with env added and checks that its first
+// line arrives well before the command ends: output is streamed, not buffered.
+func assertStreamsLive(t *testing.T, env []string) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), airlockCLI(t), "run", "--", "echo first; sleep 2; echo second")
+	cmd.Env = append(cmd.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
