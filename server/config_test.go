@@ -102,11 +102,10 @@ func FuzzDecodeSpec(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	a := &api{svc: &Service{cfg: Config{MaxBodyBytes: 1 << 16}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := newRequest(body)
 		var spec executor.Spec
-		err := a.decode(discardWriter{}, r, &spec, false)
+		err := readJSON(discardWriter{}, r, &spec, 1<<16, false)
 		if err == nil {
 			return
 		}
@@ -118,7 +117,9 @@ func FuzzDecodeSpec(f *testing.F) {
 }
 
 func newRequest(body []byte) *http.Request {
-	return httptest.NewRequest("POST", "/v1/processes", bytes.NewReader(body))
+	r := httptest.NewRequest("POST", "/v1/processes", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }
 
 type discardWriter struct{}

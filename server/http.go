@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -241,74 +240,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// decode reads one JSON object from the body into dst. Unknown fields, trailing
-// data and bodies over the size limit are errors naming the field at fault. An
-// empty body leaves dst as it is when optional.
-func (a *api) decode(w http.ResponseWriter, r *http.Request, dst any, optional bool) error {
-	body := http.MaxBytesReader(w, r.Body, a.svc.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
-	if err == nil && dec.More() {
-		err = errors.New("body: trailing data after the JSON object")
-	}
-	if err == nil {
-		_, err = io.Copy(io.Discard, body) // a too-large tail after the object
-		if err == nil {
-			return nil
-		}
-	}
-	return decodeError(err, optional)
-}
+// smallBody bounds the bodies of kill and wait, which hold a field or two.
+const smallBody = 64 << 10
 
-// decodeError turns a JSON decoding failure into an error naming the field.
-func decodeError(err error, optional bool) error {
-	bad := func(field, msg string) error {
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: field, Message: field + ": " + msg}
-	}
-	var (
-		maxErr    *http.MaxBytesError
-		typeErr   *json.UnmarshalTypeError
-		syntaxErr *json.SyntaxError
-	)
-	switch {
-	case errors.Is(err, io.EOF):
-		if optional {
-			return nil
-		}
-		return bad("body", "empty; expected a JSON object")
-	case errors.As(err, &maxErr):
-		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Field: "body",
-			Message: fmt.Sprintf("body: larger than the limit of %d bytes", maxErr.Limit)}
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return bad(field, fmt.Sprintf("expected %s, got %s", typeErr.Type, typeErr.Value))
-	case errors.As(err, &syntaxErr):
-		return bad("body", fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr))
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return bad("body", "the JSON object is cut short")
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		if f = strings.Trim(f, `"`); f == "" {
-			return bad("body", `unknown field ""`)
-		}
-		return bad(f, "unknown field")
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return bad("body", strings.TrimPrefix(msg, "json: "))
+// checkBody bounds the body of a check: a command or argv within the
+// executor's argument limit, written out as JSON.
+func (a *api) checkBody() int64 {
+	return min(a.svc.cfg.MaxBodyBytes, 2*int64(a.svc.ex.Config().MaxArgBytes)+smallBody)
 }
 
 // POST /v1/processes: run in the foreground (200), or start a background job (202).
 func (a *api) run(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var spec executor.Spec
-	if err := a.decode(w, r, &spec, false); err != nil {
+	if err := readJSON(w, r, &spec, a.svc.cfg.MaxBodyBytes, false); err != nil {
 		return err
 	}
 	if spec.Background {
@@ -406,7 +350,7 @@ func (k KillRequest) forceAfter() time.Duration {
 // POST /v1/processes/{id}/kill
 func (a *api) kill(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var req KillRequest
-	if err := a.decode(w, r, &req, true); err != nil {
+	if err := readJSON(w, r, &req, smallBody, true); err != nil {
 		return err
 	}
 	k, err := a.svc.Kill(r.Context(), tenant, r.PathValue("id"), req.Signal, req.forceAfter(), "http", r.RemoteAddr)
@@ -439,7 +383,7 @@ func (q WaitRequest) duration() (time.Duration, error) {
 // passes; either way the answer is the job's Result (state running if it goes on).
 func (a *api) wait(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var req WaitRequest
-	if err := a.decode(w, r, &req, true); err != nil {
+	if err := readJSON(w, r, &req, smallBody, true); err != nil {
 		return err
 	}
 	d, err := req.duration()
@@ -751,7 +695,7 @@ type endEvent struct {
 // POST /v1/check
 func (a *api) check(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var req CheckRequest
-	if err := a.decode(w, r, &req, false); err != nil {
+	if err := readJSON(w, r, &req, a.checkBody(), false); err != nil {
 		return err
 	}
 	d, err := a.svc.Check(r.Context(), tenant, req, "http", r.RemoteAddr)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -144,17 +145,17 @@ func TestOpenAPISchemas(t *testing.T) {
 		"EndEvent":      endEvent{},
 		"Error":         errorBody{},
 	} {
-		checkFields(t, name, schemas[name], jsonFields(reflect.TypeOf(v)))
+		checkFields(t, name, schemas[name], fieldNames(reflect.TypeOf(v)))
 	}
 	// Decision's MarshalJSON adds "blocked".
-	checkFields(t, "Decision", schemas["Decision"], append(jsonFields(reflect.TypeOf(policy.Decision{})), "blocked"))
+	checkFields(t, "Decision", schemas["Decision"], append(fieldNames(reflect.TypeOf(policy.Decision{})), "blocked"))
 	// The body of the error shape is *Error.
 	if e := schemas["Error"]; e != nil {
-		checkFields(t, "Error.error", e.Value.Properties["error"], jsonFields(reflect.TypeOf(Error{})))
+		checkFields(t, "Error.error", e.Value.Properties["error"], fieldNames(reflect.TypeOf(Error{})))
 	}
 	// The follow's events are maps built in followLogs.
 	checkFields(t, "OpenEvent", schemas["OpenEvent"], []string{"id", "encoding"})
-	checkFields(t, "LogChunk", schemas["LogChunk"], jsonFields(reflect.TypeOf(logChunk{})))
+	checkFields(t, "LogChunk", schemas["LogChunk"], fieldNames(reflect.TypeOf(logChunk{})))
 
 	var states []string
 	for _, s := range []executor.State{executor.StateRunning, executor.StateCompleted, executor.StateTimedOut,
@@ -191,38 +192,12 @@ func checkFields(t *testing.T, name string, ref *openapi3.SchemaRef, want []stri
 	}
 }
 
-// jsonFields returns the JSON names of a struct's fields as encoding/json sees
-// them: tags honoured, "-" skipped, embedded structs flattened.
-func jsonFields(typ reflect.Type) []string {
+// fieldNames returns the JSON names of a struct's fields as encoding/json sees them.
+func fieldNames(typ reflect.Type) []string {
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
-	var names []string
-	for f := range typ.Fields() {
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				names = append(names, jsonFields(ft)...)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		names = append(names, name)
-	}
-	return names
+	return slices.Sorted(maps.Keys(jsonFields(typ)))
 }
 
 func TestOpenAPIJSONFields(t *testing.T) {
@@ -237,8 +212,8 @@ func TestOpenAPIJSONFields(t *testing.T) {
 		Plain  bool
 		d      int
 	}
-	got := jsonFields(reflect.TypeOf(outer{}))
-	if want := []string{"b", "a", "Plain"}; !slices.Equal(got, want) {
+	got := fieldNames(reflect.TypeOf(outer{}))
+	if want := []string{"Plain", "a", "b"}; !slices.Equal(got, want) {
 		t.Errorf("jsonFields = %v, want %v", got, want)
 	}
 }

@@ -128,6 +128,9 @@ func (h *harness) do(method, path, token string, body any) (int, []byte, http.He
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
@@ -542,6 +545,7 @@ func TestRunAsEvents(t *testing.T) {
 		data, _ := json.Marshal(body)
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes"+query, bytes.NewReader(data))
 		req.Header.Set("Authorization", "Bearer "+tokA)
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
