@@ -31,6 +31,9 @@ import (
 type Config struct {
 	// Listen is the HTTP address. With no tokens only a loopback address is used.
 	Listen string `json:"listen"`
+	// AllowedHosts are host names a server without tokens answers to besides
+	// its loopback names (see sameOrigin).
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
 	// DataDir holds job records, job logs and, by default, the audit log.
 	DataDir string `json:"data_dir"`
 	// AuditLog is the audit log's path; default <data_dir>/audit.log.
@@ -122,6 +125,8 @@ func (s setting) env() string {
 
 var settings = []setting{
 	{"listen", "HTTP listen address", func(c *Config, v string) error { c.Listen = v; return nil }},
+	{"allowed-hosts", "without tokens: Host names to answer besides localhost and loopback addresses, comma-separated",
+		func(c *Config, v string) error { c.AllowedHosts = splitList(v); return nil }},
 	{"data", "data dir: job records and logs, and the audit log", func(c *Config, v string) error { c.DataDir = v; return nil }},
 	{"audit-log", "audit log path (default <data>/audit.log)", func(c *Config, v string) error { c.AuditLog = v; return nil }},
 	{"tokens", "bearer tokens: token:tenant,token:tenant", func(c *Config, v string) error {

@@ -6,13 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -104,7 +103,7 @@ func Handler(svc *Service, streams context.Context) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
-	return a.counted(mux)
+	return a.counted(a.sameOrigin(mux))
 }
 
 // NewHTTPServer returns an http.Server for h with the given timeouts.
@@ -228,6 +227,9 @@ type errorBody struct {
 func (a *api) fail(w http.ResponseWriter, e *Error) {
 	if e.Status >= 500 {
 		a.log.Warn("request failed", "code", e.Code, "err", e.Message)
+	}
+	if e.Status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1") // a run may end any moment; nothing says when
 	}
 	writeJSON(w, e.Status, errorBody{e})
 }
@@ -427,10 +429,12 @@ type LogsRequest struct {
 	Encoding string `json:"encoding,omitempty" jsonschema:"utf8 (default) or base64 for the exact bytes"`
 }
 
+// encoder returns the function that writes output bytes into a JSON string in
+// the named encoding.
 func encoder(name string) (func([]byte) string, error) {
 	switch name {
 	case "", "utf8":
-		return func(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }, nil
+		return utf8Text, nil
 	case "base64":
 		return base64.StdEncoding.EncodeToString, nil
 	}
@@ -450,6 +454,27 @@ func logsResponse(l executor.Logs, enc func([]byte) string, encoding string, str
 		out.Stderr = &s
 	}
 	return out
+}
+
+// utf8Text is b as text: each byte that is not part of valid UTF-8 becomes one
+// U+FFFD, exactly as encoding/json writes a Result's output, so that a result, a
+// log page and a stream of chunks read the same.
+func utf8Text(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteString("\uFFFD")
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
 }
 
 // logsPage answers a LogsRequest with a page in the chosen encoding; HTTP and MCP share it.
@@ -498,198 +523,6 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, tenant string) error 
 		return nil
 	}
 	return a.followLogs(w, r, tenant, req)
-}
-
-// followLogs streams a job's output as Server-Sent Events: an event per chunk
-// ("stdout" or "stderr", data {offset, data}), then "end" with the job's outcome
-// once it has ended and every byte is delivered. Before the first byte, a failure
-// is an ordinary error response; after it, an "error" event.
-func (a *api) followLogs(w http.ResponseWriter, r *http.Request, tenant string, req LogsRequest) error {
-	enc, err := encoder(req.Encoding)
-	if err != nil {
-		return err
-	}
-	if _, err := a.svc.owned(tenant, req.ID); err != nil {
-		return err
-	}
-	if _, err := a.svc.ex.Logs(r.Context(), req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset, Limit: 1}); err != nil {
-		return err // invalid options, named before the stream starts
-	}
-	extend(w, 0)
-	ctx, cancel := mergeCancel(r.Context(), a.streams)
-	defer cancel()
-	es := newEventStream(w)
-	defer es.close() // no write after the handler returns
-	es.send("open", map[string]any{"id": req.ID, "encoding": cmp.Or(req.Encoding, "utf8")})
-	_, err = a.svc.Logs(ctx, tenant, req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset,
-		Follow: func(c executor.LogChunk) error {
-			return es.send(c.Stream, logChunk{Offset: c.Offset, Data: enc(c.Data)})
-		}})
-	if err != nil {
-		if ctx.Err() == nil {
-			es.send("error", errorBody{a.svc.errorOf(ctx, err)})
-		}
-		return nil
-	}
-	res, err := a.svc.ex.Get(ctx, req.ID)
-	if err != nil {
-		es.send("error", errorBody{a.svc.errorOf(ctx, err)})
-		return nil
-	}
-	es.send("end", endEvent{ID: res.ID, State: res.State, ExitCode: res.ExitCode, Signal: res.Signal,
-		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, DurationMS: res.DurationMS,
-		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes})
-	return nil
-}
-
-// eventStream writes Server-Sent Events. Its headers go out with the first event,
-// so a request that fails before any event gets an ordinary error response; from
-// then on a keep-alive comment goes out every heartbeat until close.
-type eventStream struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	mu      sync.Mutex
-	open    bool
-	stop    chan struct{}
-	beating chan struct{} // closed when the keep-alive has stopped
-}
-
-func newEventStream(w http.ResponseWriter) *eventStream {
-	return &eventStream{w: w, rc: http.NewResponseController(w), stop: make(chan struct{}), beating: make(chan struct{})}
-}
-
-// send writes one event whose data is v as JSON, and flushes it.
-func (s *eventStream) send(event string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.open {
-		s.begin()
-	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, data); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-// begin writes the headers and starts the keep-alive; s.mu is held.
-func (s *eventStream) begin() {
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-	s.open = true
-	go func() {
-		defer close(s.beating)
-		tick := time.NewTicker(heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-tick.C:
-				s.mu.Lock()
-				io.WriteString(s.w, ": keep-alive\n\n")
-				s.rc.Flush()
-				s.mu.Unlock()
-			}
-		}
-	}()
-}
-
-// started reports whether the first event went out.
-func (s *eventStream) started() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.open
-}
-
-// close stops the keep-alive; nothing is written after it returns.
-func (s *eventStream) close() {
-	close(s.stop)
-	if s.started() {
-		<-s.beating
-	}
-}
-
-// streamWriter turns one output stream of a run into events {offset, data}.
-type streamWriter struct {
-	es     *eventStream
-	stream string
-	enc    func([]byte) string
-	offset int64
-}
-
-func (c *streamWriter) Write(p []byte) (int, error) {
-	if err := c.es.send(c.stream, logChunk{Offset: c.offset, Data: c.enc(p)}); err != nil {
-		return 0, err
-	}
-	c.offset += int64(len(p))
-	return len(p), nil
-}
-
-// logChunk is the data of a stdout or stderr event.
-type logChunk struct {
-	Offset int64  `json:"offset"`
-	Data   string `json:"data"`
-}
-
-// runEvents answers a foreground run as Server-Sent Events, for a client that
-// asked for them (Accept: text/event-stream): "open" with the run's id once it
-// is admitted (keep-alives follow, so a silent run holds its connection), then
-// "stdout" and "stderr" chunks {offset, data} as the command writes them, then
-// "result" with the whole Result. Refusals before the start (a bad field, 429)
-// are ordinary error responses, and a policy refusal is a lone "result"; an
-// error after the first event is an "error" event.
-func (a *api) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec) error {
-	encoding := r.URL.Query().Get("encoding")
-	enc, err := encoder(encoding)
-	if err != nil {
-		return err
-	}
-	es := newEventStream(w)
-	defer es.close()
-	begin := func(id string) { es.send("open", map[string]any{"id": id, "encoding": cmp.Or(encoding, "utf8")}) }
-	live := executor.WithLiveOutput(&streamWriter{es: es, stream: "stdout", enc: enc}, &streamWriter{es: es, stream: "stderr", enc: enc})
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, begin, live)
-	switch {
-	case err == nil:
-		es.send("result", res)
-	case !es.started():
-		return err
-	default:
-		es.send("error", errorBody{a.svc.errorOf(r.Context(), err)})
-	}
-	return nil
-}
-
-// wantsEvents reports whether the client asked for Server-Sent Events.
-func wantsEvents(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept") {
-		for part := range strings.SplitSeq(v, ",") {
-			if mt, _, _ := strings.Cut(strings.TrimSpace(part), ";"); strings.EqualFold(mt, "text/event-stream") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// endEvent closes a follow: how the job ended.
-type endEvent struct {
-	ID          string         `json:"id"`
-	State       executor.State `json:"state"`
-	ExitCode    int            `json:"exit_code"`
-	Signal      string         `json:"signal,omitempty"`
-	TimedOut    bool           `json:"timed_out"`
-	OOMKilled   bool           `json:"oom_killed"`
-	DurationMS  int64          `json:"duration_ms"`
-	StdoutBytes int64          `json:"stdout_bytes"`
-	StderrBytes int64          `json:"stderr_bytes"`
 }
 
 // POST /v1/check

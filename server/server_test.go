@@ -405,8 +405,11 @@ func TestAuthAndTenants(t *testing.T) {
 		t.Fatalf("beta start: %d %s", status, data)
 	}
 	job := decode[executor.Process](t, data)
-	status, data, _ = h.do("POST", "/v1/processes", tokB, map[string]any{"command": "echo"})
+	status, data, header := h.do("POST", "/v1/processes", tokB, map[string]any{"command": "echo"})
 	wantError(t, status, data, 429, "busy", "")
+	if header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
 	status, data, _ = h.do("POST", "/v1/processes/"+job.ID+"/kill", tokB, map[string]any{"signal": "KILL"})
 	if status != 200 {
 		t.Fatalf("kill: %d %s", status, data)

@@ -555,7 +555,13 @@ func (s *Service) Check(ctx context.Context, tenant string, req CheckRequest, vi
 		return policy.Decision{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "command",
 			Message: "command: give exactly one of command or argv"}
 	}
-	d := s.ex.Check(executor.Spec{Command: req.Command, Argv: req.Argv, Policy: t.policy})
+	// The command is bounded as a run's would be, before the policy parses it.
+	spec := executor.Spec{Command: req.Command, Argv: req.Argv}
+	if err := s.ex.Validate(spec); err != nil {
+		return policy.Decision{}, err
+	}
+	spec.Policy = t.policy
+	d := s.ex.Check(spec)
 	ev := auditEvent{Event: "check", Tenant: t.name, Command: req.Command, Argv: req.Argv, Via: via, Remote: remote, Decision: "allowed"}
 	if !d.Allowed {
 		ev.Decision, ev.Rule, ev.Reason = "blocked", d.Rule, d.Reason
