@@ -62,7 +62,7 @@ bench: images ## policy check speed; run latency and throughput against docker r
 
 run: images ## serve the HTTP API and MCP on 127.0.0.1:8080 (LISTEN=...), default data dir; Ctrl-C stops it
 	@echo "airlock: serving on http://$(LISTEN) (API under /v1, MCP on /mcp); from another terminal:"
-	@echo "  curl -s -d '{\"command\":\"echo hi; id\"}' http://$(LISTEN)/v1/processes"
+	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"command\":\"echo hi; id\"}' http://$(LISTEN)/v1/processes"
 	@echo "  curl -s http://$(LISTEN)/openapi.json"
 	$(BIN) serve --listen $(LISTEN)
 

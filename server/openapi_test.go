@@ -97,15 +97,16 @@ func TestOpenAPIRoutes(t *testing.T) {
 func TestOpenAPIStatuses(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for key, statuses := range map[string][]int{
-		"POST /v1/processes":           {200, 202, 400, 401, 413, 429, 503},
-		"GET /v1/processes":            {200, 400, 401},
-		"GET /v1/processes/{id}":       {200, 401, 404, 503},
-		"DELETE /v1/processes/{id}":    {204, 401, 404, 409, 503},
-		"GET /v1/processes/{id}/logs":  {200, 400, 401, 404, 503},
-		"POST /v1/processes/{id}/kill": {200, 400, 401, 404, 413, 503},
-		"POST /v1/processes/{id}/wait": {200, 400, 401, 404, 413, 503},
-		"POST /v1/check":               {200, 400, 401, 413},
-		"GET /readyz":                  {200, 503},
+		"POST /v1/processes":           {200, 202, 400, 401, 403, 413, 415, 429, 503},
+		"GET /v1/processes":            {200, 400, 401, 403},
+		"GET /v1/processes/{id}":       {200, 401, 403, 404, 503},
+		"DELETE /v1/processes/{id}":    {204, 401, 403, 404, 409, 503},
+		"GET /v1/processes/{id}/logs":  {200, 400, 401, 403, 404, 503},
+		"POST /v1/processes/{id}/kill": {200, 400, 401, 403, 404, 413, 415, 503},
+		"POST /v1/processes/{id}/wait": {200, 400, 401, 403, 404, 413, 415, 503},
+		"POST /v1/check":               {200, 400, 401, 403, 413, 415},
+		"GET /readyz":                  {200, 403, 503},
+		"GET /healthz":                 {200, 403},
 	} {
 		method, path, _ := strings.Cut(key, " ")
 		op := doc.Paths.Value(path).GetOperation(method)
