@@ -71,6 +71,9 @@ func (h *httpServer) do(ctx context.Context, method, path string, body, out any)
 	if err != nil {
 		return err
 	}
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
