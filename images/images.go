@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"embed"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,18 +50,17 @@ func Lookup(ref string) (Recipe, bool) {
 var BusyboxPaths = []string{"/bin/busybox", "/usr/bin/busybox"}
 
 // Context returns the recipe's build context as a tar archive. The same recipe on
-// the same host gives the same bytes. With a static busybox on the host it needs no
-// registry; without one it falls back to a recipe that takes the binary from the
-// official busybox image, which needs a registry.
+// the same host gives the same bytes. It needs a static busybox on the host and
+// no registry: without one it fails, saying how to get one.
 func (r Recipe) Context() ([]byte, error) {
 	if r.Name != Minimal.Name {
 		return nil, fmt.Errorf("image recipe %q: unknown", r.Name)
 	}
 	busybox, err := findStaticBusybox()
-	dockerfile := "Dockerfile"
 	if err != nil {
-		dockerfile = "Dockerfile.pull"
+		return nil, err
 	}
+	const dockerfile = "Dockerfile"
 	rootfs, err := minimalRootfs(busybox)
 	if err != nil {
 		return nil, err
@@ -98,7 +96,9 @@ func findStaticBusybox() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("no static busybox on this host (apt-get install busybox-static)")
+	return "", fmt.Errorf("%s needs a statically linked busybox on this host and found none in %s: "+
+		"install Debian's busybox-static (sudo apt-get install busybox-static) or set AIRLOCK_BUSYBOX "+
+		"to a static busybox, then run `make images` (or `airlock images build`)", Minimal.Ref, strings.Join(paths, ", "))
 }
 
 // isStatic reports whether p is an ELF executable with no program interpreter.
@@ -117,8 +117,7 @@ func isStatic(p string) bool {
 }
 
 // minimalRootfs builds the image's file tree as a tar: the directories, /etc files
-// for root and nobody, and, when busybox is given, the binary and a symlink for
-// each of its applets.
+// for root and nobody, the busybox binary and a symlink for each of its applets.
 func minimalRootfs(busybox string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -143,26 +142,24 @@ func minimalRootfs(busybox string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if busybox != "" {
-		bin, err := os.ReadFile(busybox)
-		if err != nil {
-			return nil, fmt.Errorf("read busybox: %w", err)
+	bin, err := os.ReadFile(busybox)
+	if err != nil {
+		return nil, fmt.Errorf("read busybox: %w", err)
+	}
+	if err := writeFile(tw, "bin/busybox", bin, 0o755); err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(busybox, "--list-full").Output()
+	if err != nil {
+		return nil, fmt.Errorf("list busybox applets: %w", err)
+	}
+	for _, applet := range strings.Fields(string(out)) {
+		if applet == "bin/busybox" {
+			continue
 		}
-		if err := writeFile(tw, "bin/busybox", bin, 0o755); err != nil {
+		h := &tar.Header{Typeflag: tar.TypeSymlink, Name: applet, Linkname: "/bin/busybox", Mode: 0o777, ModTime: epoch}
+		if err := tw.WriteHeader(h); err != nil {
 			return nil, err
-		}
-		out, err := exec.Command(busybox, "--list-full").Output()
-		if err != nil {
-			return nil, fmt.Errorf("list busybox applets: %w", err)
-		}
-		for _, applet := range strings.Fields(string(out)) {
-			if applet == "bin/busybox" {
-				continue
-			}
-			h := &tar.Header{Typeflag: tar.TypeSymlink, Name: applet, Linkname: "/bin/busybox", Mode: 0o777, ModTime: epoch}
-			if err := tw.WriteHeader(h); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if err := tw.Close(); err != nil {

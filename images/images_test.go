@@ -75,3 +75,17 @@ func untar(t *testing.T, r io.Reader) map[string]entry {
 		out[h.Name] = entry{*h, data}
 	}
 }
+
+// TestNoBusyboxSaysWhatToInstall: on a host without a static busybox the build
+// context is refused with the package and the command that fix it, never by
+// falling back on a registry.
+func TestNoBusyboxSaysWhatToInstall(t *testing.T) {
+	saved := BusyboxPaths
+	t.Cleanup(func() { BusyboxPaths = saved })
+	BusyboxPaths = []string{t.TempDir() + "/busybox"}
+	t.Setenv("AIRLOCK_BUSYBOX", "/bin/sh") // there, but dynamically linked (or a link to one)
+	_, err := Minimal.Context()
+	if err == nil || !strings.Contains(err.Error(), "apt-get install busybox-static") || !strings.Contains(err.Error(), "make images") {
+		t.Fatalf("Context() error = %v", err)
+	}
+}
