@@ -5,6 +5,9 @@ SHELL := bash
 # testcontainers' reaper image cannot be pulled here (no registry); tests clean up
 # after themselves by label instead.
 export TESTCONTAINERS_RYUK_DISABLED := true
+# The tests run beside the engine (a /.dockerenv here makes testcontainers guess
+# a gateway address instead): published ports are reached on localhost.
+export TESTCONTAINERS_HOST_OVERRIDE ?= localhost
 
 GO      ?= go
 BIN     := bin/airlock

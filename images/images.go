@@ -56,7 +56,7 @@ func (r Recipe) Context() ([]byte, error) {
 	if r.Name != Minimal.Name {
 		return nil, fmt.Errorf("image recipe %q: unknown", r.Name)
 	}
-	busybox, err := findStaticBusybox()
+	busybox, err := StaticBusybox()
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +85,9 @@ func (r Recipe) Context() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// findStaticBusybox returns the path of a statically linked busybox on the host.
-func findStaticBusybox() (string, error) {
+// StaticBusybox returns the path of a statically linked busybox on the host:
+// $AIRLOCK_BUSYBOX, or one of BusyboxPaths. The error says how to get one.
+func StaticBusybox() (string, error) {
 	paths := BusyboxPaths
 	if p := os.Getenv("AIRLOCK_BUSYBOX"); p != "" {
 		paths = append([]string{p}, paths...)

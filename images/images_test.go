@@ -25,7 +25,7 @@ func TestLookup(t *testing.T) {
 // the offline Dockerfile, and a root filesystem with busybox, its applets, the
 // users, and world-writable sticky /tmp and /workspace.
 func TestMinimalContext(t *testing.T) {
-	if _, err := findStaticBusybox(); err != nil {
+	if _, err := StaticBusybox(); err != nil {
 		t.Fatalf("%v: the offline recipe needs it", err)
 	}
 	raw, err := Minimal.Context()
