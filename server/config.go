@@ -18,8 +18,7 @@ import (
 	"strings"
 	"time"
 
-	units "github.com/docker/go-units"
-
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/store"
@@ -374,9 +373,12 @@ func splitList(v string) []string {
 }
 
 func parseBytes(v string, dst *int64) error {
-	n, err := units.RAMInBytes(v)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("%q is not a size such as 512m or 8g", v)
+	n, err := api.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%q is not a positive size", v)
 	}
 	*dst = n
 	return nil
@@ -401,15 +403,15 @@ func parseFloat(v string, dst *float64) error {
 }
 
 func parseSeconds(v string, dst *float64) error {
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		*dst = d.Seconds()
-		return nil
+	d, err := api.ParseDuration(v)
+	if err != nil {
+		return err
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && !math.IsInf(f, 0) {
-		*dst = f
-		return nil
+	if d == 0 {
+		return fmt.Errorf("%q is not a positive duration", v)
 	}
-	return fmt.Errorf("%q is not a duration such as 10m or a number of seconds", v)
+	*dst = d.Seconds()
+	return nil
 }
 
 func parseBool(v string, dst *bool) error {

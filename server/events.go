@@ -22,7 +22,7 @@ import (
 // ("stdout" or "stderr", data {offset, data}), then "end" with the job's outcome
 // once it has ended and every byte is delivered. Before the first byte, a failure
 // is an ordinary error response; after it, an "error" event.
-func (a *api) followLogs(w http.ResponseWriter, r *http.Request, tenant string, req LogsRequest) error {
+func (a *httpAPI) followLogs(w http.ResponseWriter, r *http.Request, tenant string, req LogsRequest) error {
 	enc, err := encoder(req.Encoding)
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ type logChunk struct {
 // "result" with the whole Result. Refusals before the start (a bad field, 429)
 // are ordinary error responses, and a policy refusal is a lone "result"; an
 // error after the first event is an "error" event.
-func (a *api) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec) error {
+func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec) error {
 	encoding := r.URL.Query().Get("encoding")
 	enc, err := encoder(encoding)
 	if err != nil {

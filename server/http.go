@@ -44,25 +44,25 @@ const (
 type route struct {
 	method, path string
 	public       bool // no token needed
-	handle       func(s *api, w http.ResponseWriter, r *http.Request, tenant string) error
+	handle       func(s *httpAPI, w http.ResponseWriter, r *http.Request, tenant string) error
 }
 
 var routes = []route{
-	{"POST", "/v1/processes", false, (*api).run},
-	{"GET", "/v1/processes", false, (*api).list},
-	{"GET", "/v1/processes/{id}", false, (*api).get},
-	{"DELETE", "/v1/processes/{id}", false, (*api).remove},
-	{"GET", "/v1/processes/{id}/logs", false, (*api).logs},
-	{"POST", "/v1/processes/{id}/kill", false, (*api).kill},
-	{"POST", "/v1/processes/{id}/wait", false, (*api).wait},
-	{"POST", "/v1/check", false, (*api).check},
-	{"GET", "/healthz", true, (*api).healthz},
-	{"GET", "/readyz", true, (*api).readyz},
-	{"GET", "/openapi.json", true, (*api).openapi},
+	{"POST", "/v1/processes", false, (*httpAPI).run},
+	{"GET", "/v1/processes", false, (*httpAPI).list},
+	{"GET", "/v1/processes/{id}", false, (*httpAPI).get},
+	{"DELETE", "/v1/processes/{id}", false, (*httpAPI).remove},
+	{"GET", "/v1/processes/{id}/logs", false, (*httpAPI).logs},
+	{"POST", "/v1/processes/{id}/kill", false, (*httpAPI).kill},
+	{"POST", "/v1/processes/{id}/wait", false, (*httpAPI).wait},
+	{"POST", "/v1/check", false, (*httpAPI).check},
+	{"GET", "/healthz", true, (*httpAPI).healthz},
+	{"GET", "/readyz", true, (*httpAPI).readyz},
+	{"GET", "/openapi.json", true, (*httpAPI).openapi},
 }
 
-// api serves the HTTP routes over a Service.
-type api struct {
+// httpAPI serves the HTTP routes over a Service.
+type httpAPI struct {
 	svc *Service
 	log *slog.Logger
 	// streams ends when the server shuts down: follows and waits then return, so
@@ -75,7 +75,7 @@ type tenantKey struct{}
 // Handler returns the HTTP API, /metrics and /mcp over svc. Long-lived requests
 // (log follows, waits) end when streams does.
 func Handler(svc *Service, streams context.Context) http.Handler {
-	a := &api{svc: svc, log: svc.log, streams: streams}
+	a := &httpAPI{svc: svc, log: svc.log, streams: streams}
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
 	for _, rt := range routes {
@@ -140,7 +140,7 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // counted counts requests by route pattern (never by path: no ids in labels).
-func (a *api) counted(next http.Handler) http.Handler {
+func (a *httpAPI) counted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
@@ -154,7 +154,7 @@ func (a *api) counted(next http.Handler) http.Handler {
 
 // authenticated admits requests with a valid bearer token (any request when the
 // server has no tokens) and puts the tenant in the request's context.
-func (a *api) authenticated(via string, next http.Handler) http.Handler {
+func (a *httpAPI) authenticated(via string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r)
 		tenant, valid := a.svc.Authenticate(token)
@@ -183,7 +183,7 @@ func bearer(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
-func (a *api) wrap(rt route) http.Handler {
+func (a *httpAPI) wrap(rt route) http.Handler {
 	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant, _ := r.Context().Value(tenantKey{}).(string)
 		if err := rt.handle(a, w, r, tenant); err != nil {
@@ -224,7 +224,7 @@ type errorBody struct {
 	Error *Error `json:"error"`
 }
 
-func (a *api) fail(w http.ResponseWriter, e *Error) {
+func (a *httpAPI) fail(w http.ResponseWriter, e *Error) {
 	if e.Status >= 500 {
 		a.log.Warn("request failed", "code", e.Code, "err", e.Message)
 	}
@@ -247,12 +247,12 @@ const smallBody = 64 << 10
 
 // checkBody bounds the body of a check: a command or argv within the
 // executor's argument limit, written out as JSON.
-func (a *api) checkBody() int64 {
+func (a *httpAPI) checkBody() int64 {
 	return min(a.svc.cfg.MaxBodyBytes, 2*int64(a.svc.ex.Config().MaxArgBytes)+smallBody)
 }
 
 // POST /v1/processes: run in the foreground (200), or start a background job (202).
-func (a *api) run(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) run(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var spec executor.Spec
 	if err := readJSON(w, r, &spec, a.svc.cfg.MaxBodyBytes, false); err != nil {
 		return err
@@ -288,7 +288,7 @@ func (a *api) run(w http.ResponseWriter, r *http.Request, tenant string) error {
 }
 
 // GET /v1/processes?state=&label=k=v&limit=
-func (a *api) list(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) list(w http.ResponseWriter, r *http.Request, tenant string) error {
 	q := r.URL.Query()
 	opts := executor.ListOptions{State: executor.State(q.Get("state"))}
 	if v := q.Get("limit"); v != "" {
@@ -317,7 +317,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, tenant string) error 
 }
 
 // GET /v1/processes/{id}: the monitor.
-func (a *api) get(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) get(w http.ResponseWriter, r *http.Request, tenant string) error {
 	res, err := a.svc.Get(r.Context(), tenant, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -327,7 +327,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request, tenant string) error {
 }
 
 // DELETE /v1/processes/{id}: forget an ended job, its record and logs.
-func (a *api) remove(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) remove(w http.ResponseWriter, r *http.Request, tenant string) error {
 	if err := a.svc.Remove(r.Context(), tenant, r.PathValue("id")); err != nil {
 		return err
 	}
@@ -350,7 +350,7 @@ func (k KillRequest) forceAfter() time.Duration {
 }
 
 // POST /v1/processes/{id}/kill
-func (a *api) kill(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) kill(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var req KillRequest
 	if err := readJSON(w, r, &req, smallBody, true); err != nil {
 		return err
@@ -383,7 +383,7 @@ func (q WaitRequest) duration() (time.Duration, error) {
 
 // POST /v1/processes/{id}/wait: long-poll until the job ends or the timeout
 // passes; either way the answer is the job's Result (state running if it goes on).
-func (a *api) wait(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) wait(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var req WaitRequest
 	if err := readJSON(w, r, &req, smallBody, true); err != nil {
 		return err
@@ -491,7 +491,7 @@ func (s *Service) logsPage(ctx context.Context, tenant string, req LogsRequest) 
 }
 
 // GET /v1/processes/{id}/logs?stream=&offset=&limit=&encoding=&follow=true
-func (a *api) logs(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) error {
 	q := r.URL.Query()
 	req := LogsRequest{ID: r.PathValue("id"), Stream: q.Get("stream"), Encoding: q.Get("encoding")}
 	for _, p := range []struct {
@@ -526,7 +526,7 @@ func (a *api) logs(w http.ResponseWriter, r *http.Request, tenant string) error 
 }
 
 // POST /v1/check
-func (a *api) check(w http.ResponseWriter, r *http.Request, tenant string) error {
+func (a *httpAPI) check(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var req CheckRequest
 	if err := readJSON(w, r, &req, a.checkBody(), false); err != nil {
 		return err
@@ -539,13 +539,13 @@ func (a *api) check(w http.ResponseWriter, r *http.Request, tenant string) error
 	return nil
 }
 
-func (a *api) healthz(w http.ResponseWriter, r *http.Request, _ string) error {
+func (a *httpAPI) healthz(w http.ResponseWriter, r *http.Request, _ string) error {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }
 
 // GET /readyz: ready when the engine answers.
-func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
+func (a *httpAPI) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
 	if err := a.svc.Ready(r.Context()); err != nil {
 		return &Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: err.Error()}
 	}
@@ -554,7 +554,7 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
 	return nil
 }
 
-func (a *api) openapi(w http.ResponseWriter, r *http.Request, _ string) error {
+func (a *httpAPI) openapi(w http.ResponseWriter, r *http.Request, _ string) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(openAPIDocument)
 	return nil

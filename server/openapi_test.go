@@ -223,7 +223,7 @@ func TestOpenAPIJSONFields(t *testing.T) {
 func TestOpenAPIServed(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/openapi.json", nil)
-	if err := (&api{}).openapi(rec, req, ""); err != nil {
+	if err := (&httpAPI{}).openapi(rec, req, ""); err != nil {
 		t.Fatalf("openapi: %v", err)
 	}
 	if rec.Code != http.StatusOK {

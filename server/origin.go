@@ -17,7 +17,7 @@ import (
 // origin (Origin). With tokens the guard is not needed: a page cannot send an
 // Authorization header across origins without a CORS preflight, which this
 // server never grants (SECURITY.md).
-func (a *api) sameOrigin(next http.Handler) http.Handler {
+func (a *httpAPI) sameOrigin(next http.Handler) http.Handler {
 	if len(a.svc.cfg.Tokens) > 0 {
 		return next
 	}

@@ -146,7 +146,7 @@ func logsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func killCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("kill", " ID", stderr)
 	sig := fs.String("signal", "SIGTERM", "signal to send first (name or number)")
-	force := fs.Duration("force-after", executor.DefaultForceAfter, "send SIGKILL after this long if the job still runs (0: never)")
+	force := durationFlag(fs, "force-after", executor.DefaultForceAfter, "send SIGKILL after this long if the job still runs (0: never)")
 	server := serverFlag(fs)
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
@@ -186,7 +186,7 @@ func killCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // exit code, as `airlock run` would have.
 func waitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("wait", " ID", stderr)
-	timeout := fs.Duration("timeout", 0, "give up after this long (exit 125; the job goes on); 0 waits as long as it takes")
+	timeout := durationFlag(fs, "timeout", 0, "give up after this long (exit 125; the job goes on); 0 waits as long as it takes")
 	asJSON := fs.Bool("json", false, "print the job's result as JSON")
 	server := serverFlag(fs)
 	if err := parseFlags(fs, args, 1); err != nil {
@@ -221,7 +221,7 @@ func waitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // jobs' records and logs.
 func rmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("rm", " [ID...]", stderr)
-	olderThan := fs.Duration("older-than", 0, "remove every job that ended longer ago than this (not with --server)")
+	olderThan := durationFlag(fs, "older-than", 0, "remove every job that ended longer ago than this (not with --server)")
 	server := serverFlag(fs)
 	if err := parseFlags(fs, args, -1); err != nil {
 		return err

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
-	units "github.com/docker/go-units"
 )
 
 // runCmd is `airlock run [flags] -- CMD [ARGS...]`: one argument after the flags is
@@ -169,31 +168,43 @@ func parseRunFlags(cmd string, args []string, stderr io.Writer) (f runFlags, err
 	return f, nil
 }
 
-// parseBytes reads a size in docker's units; "" means the default (0).
+// parseBytes reads a size flag (api.ParseSize); "" means the default (0).
 func parseBytes(flagName, v string) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
-	n, err := units.RAMInBytes(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("--%s: %q is not a size (e.g. 512m, 1g, 65536)", flagName, v)
+	n, err := api.ParseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %w", flagName, err)
 	}
 	return n, nil
 }
 
-// parseSeconds reads "30", "1.5" or a Go duration such as "30s" or "2m".
+// parseSeconds reads a duration flag (api.ParseDuration); "" means the default (0).
 func parseSeconds(flagName, v string) (executor.Seconds, error) {
 	if v == "" {
 		return 0, nil
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		return executor.Seconds(f), nil
-	}
-	d, err := time.ParseDuration(v)
+	d, err := api.ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("--%s: %q is not a duration (e.g. 30s, 2m, or 30 for seconds)", flagName, v)
+		return 0, fmt.Errorf("--%s: %w", flagName, err)
 	}
 	return executor.Seconds(d.Seconds()), nil
+}
+
+// durationFlag defines a duration flag read by api.ParseDuration, so that
+// every duration of the CLI takes "30", "1.5" and "30s" alike.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	d := value
+	if value != 0 {
+		usage = fmt.Sprintf("%s (default %s)", usage, value)
+	}
+	fs.Func(name, usage+"; 30 means seconds, or 30s, 2m", func(v string) error {
+		var err error
+		d, err = api.ParseDuration(v)
+		return err
+	})
+	return &d
 }
 
 // kvFlag collects repeated K=V flags.

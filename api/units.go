@@ -1,0 +1,40 @@
+package api
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	units "github.com/docker/go-units"
+)
+
+// ParseSize reads a size as people write it for the CLI's flags and the
+// server's configuration: a number of bytes, or one with docker's binary units
+// (64k, 512m, 1g, 1.5g). It refuses negative sizes.
+func ParseSize(s string) (int64, error) {
+	n, err := units.RAMInBytes(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 65536, 512m, 1g)", s)
+	}
+	return n, nil
+}
+
+// ParseDuration reads a duration as people write it for the CLI's flags and
+// the server's configuration: seconds ("30", "1.5") or a Go duration ("30s",
+// "2m", "250ms"). It refuses negative and non-finite durations.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 || math.IsNaN(f) || f > math.MaxInt64/float64(time.Second) {
+			return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 2m, or 30 for seconds)", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 2m, or 30 for seconds)", s)
+	}
+	return d, nil
+}
