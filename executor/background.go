@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -214,13 +215,7 @@ func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
 		return fail(fmt.Errorf("%w: start container: %v", ErrEngine, err))
 	}
 	if att != nil {
-		go func() {
-			// The output comes through the engine's log; this connection only feeds stdin.
-			go att.copyOutput(io.Discard, io.Discard)
-			io.WriteString(att.stdin, *s.Stdin) // fails only when the process is gone
-			att.closeStdin()
-			att.close()
-		}()
+		e.feed(att, *s.Stdin)
 	}
 	j.ContainerID, j.StartedAt = cid, time.Now().UTC()
 	if s.Timeout > 0 {
@@ -233,6 +228,49 @@ func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
 	locked = false
 	e.watch(j, unlock)
 	return j.process(), nil
+}
+
+// feed writes stdin to a started job's process through att, in the
+// background: the job reads it at its own pace. Close waits for every feed to
+// end (all written, or the process gone), at most feedGrace, so that a CLI that
+// started a job with a large stdin delivers all of it before it exits.
+func (e *Executor) feed(att *attachment, stdin string) {
+	e.feedMu.Lock()
+	e.feeds[att] = true
+	e.feedMu.Unlock()
+	e.feeding.Go(func() {
+		// The output comes through the engine's log; this connection only feeds stdin.
+		var drained sync.WaitGroup
+		drained.Go(func() { att.copyOutput(io.Discard, io.Discard) })
+		io.WriteString(att.stdin, stdin) // fails only when the process is gone
+		att.closeStdin()
+		att.close()
+		drained.Wait()
+		e.feedMu.Lock()
+		delete(e.feeds, att)
+		e.feedMu.Unlock()
+	})
+}
+
+// feedGrace bounds how long Close waits for jobs to read their stdin.
+const feedGrace = time.Minute
+
+// stopFeeds waits for the feeds of stdin, and past feedGrace cuts them.
+func (e *Executor) stopFeeds() {
+	done := make(chan struct{})
+	go func() { e.feeding.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(feedGrace):
+	}
+	e.feedMu.Lock()
+	for att := range e.feeds {
+		e.cfg.Logger.Warn("a job did not read all of its stdin before airlock closed; the rest is dropped")
+		att.close()
+	}
+	e.feedMu.Unlock()
+	<-done
 }
 
 // Get reports a job: its state, its exit code once it has ended, its runtime so
@@ -398,6 +436,22 @@ func (e *Executor) List(ctx context.Context, opts ListOptions) (ProcessList, err
 		}
 	}
 	return list, nil
+}
+
+// Running lists every running job, with no page limit: for a server, which
+// tracks each one.
+func (e *Executor) Running(ctx context.Context) ([]Process, error) {
+	all, err := store.All[job](e.store)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	var out []Process
+	for _, j := range all {
+		if !j.ended() {
+			out = append(out, j.process())
+		}
+	}
+	return out, nil
 }
 
 // Owner returns the tenant that started the job ("" when none was named), for a

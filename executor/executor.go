@@ -50,6 +50,11 @@ type Executor struct {
 	jobsWG   sync.WaitGroup
 	watchers map[string]*watcher
 	closed   bool
+
+	// The stdin of background jobs, being written (see feed).
+	feeding sync.WaitGroup
+	feedMu  sync.Mutex
+	feeds   map[*attachment]bool
 }
 
 // Option configures New.
@@ -66,10 +71,11 @@ func withEngine(eng engine) Option {
 }
 
 // New connects to the engine (DOCKER_HOST, or the local socket), checks that it
-// answers, opens the data dir of background jobs, reconciles it with the engine
-// (see reconcile), and returns an Executor.
+// answers, opens the data dir of background jobs, and returns an Executor. It
+// changes nothing on the engine: a process that answers for background jobs
+// calls Reconcile next.
 func New(opts ...Option) (*Executor, error) {
-	e := &Executor{cfg: DefaultConfig(), watchers: map[string]*watcher{}, oomWait: oomEventWait}
+	e := &Executor{cfg: DefaultConfig(), watchers: map[string]*watcher{}, feeds: map[*attachment]bool{}, oomWait: oomEventWait}
 	e.jobsCtx, e.stopJobs = context.WithCancel(context.Background())
 	for _, opt := range opts {
 		if err := opt(e); err != nil {
@@ -106,19 +112,15 @@ func New(opts ...Option) (*Executor, error) {
 		e.Close()
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := e.reconcile(rctx); err != nil {
-		e.Close()
-		return nil, err
-	}
 	return e, nil
 }
 
-// Close stops watching background jobs, which go on running for the next
-// executor on the same data dir to adopt, and releases the connection to the
-// engine. Foreground runs in flight are not affected.
+// Close waits for background jobs to take their stdin (see feed), stops
+// watching them (they go on running, for the next executor on the same data
+// dir to adopt), and releases the connection to the engine. Foreground runs in
+// flight are not affected.
 func (e *Executor) Close() error {
+	e.stopFeeds()
 	e.stopWatchers()
 	if e.closeEng != nil {
 		return e.closeEng()

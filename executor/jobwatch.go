@@ -186,8 +186,9 @@ func (w *watcher) run() error {
 	exited := e.eng.wait(ctx, cid, false)
 
 	statsCtx, stopStats := context.WithCancel(ctx)
-	defer stopStats()
-	go e.eng.stats(statsCtx, cid, w.usage.add)
+	var stats sync.WaitGroup
+	stats.Go(func() { e.eng.stats(statsCtx, cid, w.usage.add) })
+	defer func() { stopStats(); stats.Wait() }() // no sample lands after the watcher
 
 	followCtx, stopFollow := context.WithCancel(ctx)
 	followed := make(chan struct{})

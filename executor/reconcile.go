@@ -9,19 +9,25 @@ import (
 	"github.com/airlock-sandbox/airlock/store"
 )
 
-// reconcile makes the data dir and the engine agree, as New starts: it adopts the
-// running jobs no live process watches (their watchers take the output written
-// meanwhile and, for jobs that ended meanwhile, their true end), records the jobs
-// whose container vanished as failed, and removes the containers no record
-// explains, as well as foreground sandboxes abandoned by a process that died.
-func (e *Executor) reconcile(ctx context.Context) error {
-	jobs, err := store.All[job](e.store)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrStore, err)
-	}
+// Reconcile makes the data dir and the engine agree: it adopts the running jobs
+// no live process watches (their watchers take the output written meanwhile
+// and, for jobs that ended meanwhile, their true end), records the jobs whose
+// container vanished as failed, and removes the containers no record explains,
+// as well as foreground sandboxes abandoned by a process that died. The CLI's
+// job commands call it once; a server at its start and then every few minutes
+// (see docs/DESIGN.md, "Jobs and crashes"). It is safe beside other processes
+// on the same data dir.
+func (e *Executor) Reconcile(ctx context.Context) error {
+	// Containers first, records second: a job's record is written before its
+	// container is created, so every container listed here that a job owns has
+	// its record in the list read after.
 	ours, err := e.eng.list(ctx, LabelStore+"="+e.store.ID())
 	if err != nil {
 		return fmt.Errorf("%w: list containers: %v", ErrEngine, err)
+	}
+	jobs, err := store.All[job](e.store)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
 	}
 	byID := make(map[string]containerSummary, len(ours))
 	for _, c := range ours {

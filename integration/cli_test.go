@@ -2,8 +2,11 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -284,5 +287,31 @@ func TestCLIBackgroundJob(t *testing.T) {
 	_, stderr, code = airlock(t, "", "kill", "--signal", "NOPE", id)
 	if code != 125 || !strings.Contains(stderr, "signal") {
 		t.Errorf("kill --signal NOPE: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestCLIStartDeliversAllOfStdin: `airlock start --stdin-file` returns the id
+// while the job still reads, and the CLI's process waits until the job has taken
+// the whole file before it exits: nothing of it is lost with the process.
+func TestCLIStartDeliversAllOfStdin(t *testing.T) {
+	t.Setenv("AIRLOCK_DATA", t.TempDir())
+	input := filepath.Join(t.TempDir(), "big.txt")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 8<<20/16) // 8 MiB
+	if err := os.WriteFile(input, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The job reads slowly at first, so that most of the file is still to be
+	// written when Start has returned.
+	out, stderr, code := airlock(t, "", "start", "--stdin-file", input, "--", "sleep 1; cat >/tmp/in; wc -c </tmp/in; sha256sum - </tmp/in")
+	id := strings.TrimSpace(out)
+	if code != 0 || len(id) != 24 {
+		t.Fatalf("start: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	_, _, code = airlock(t, "", "wait", id)
+	out, stderr, _ = airlock(t, "", "logs", id)
+	sum := sha256.Sum256(data)
+	want := fmt.Sprintf("%d\n%x  -\n", len(data), sum)
+	if code != 0 || out != want {
+		t.Fatalf("the job read %q (exit %d, stderr %q), want %q", out, code, stderr, want)
 	}
 }

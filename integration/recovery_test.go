@@ -99,6 +99,9 @@ func TestBackgroundCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	if err := e.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	r := waitJob(t, e, jobs["counter"])
 	assertState(t, r, executor.StateCompleted, 0)
@@ -172,6 +175,7 @@ func diffLines(got, want string) string {
 // TestAbandonedSandboxesAreRemoved: a foreground sandbox whose airlock process
 // died stays on the engine; the next executor removes it once the deadline on its
 // label has passed, and leaves alone one whose owner may still be running it.
+// New alone changes nothing: removal is Reconcile's.
 func TestAbandonedSandboxesAreRemoved(t *testing.T) {
 	ctx := t.Context()
 	create := func(deadline time.Time) string {
@@ -191,6 +195,12 @@ func TestAbandonedSandboxesAreRemoved(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	e, err := executor.New(executor.WithConfig(cfg))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.ContainerInspect(ctx, past); err != nil {
+		t.Fatal("New removed a container: it should only connect")
+	}
+	if err := e.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()

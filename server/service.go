@@ -70,13 +70,13 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}
 	s.trackCtx, s.stopTrack = context.WithCancel(context.Background())
-	running, err := ex.List(context.Background(), executor.ListOptions{State: executor.StateRunning, Limit: 1000})
+	running, err := ex.Running(context.Background())
 	if err != nil {
 		audit.close()
 		return nil, err
 	}
 	tracked := map[string]bool{}
-	for _, p := range running.Processes {
+	for _, p := range running {
 		t, err := s.tenant(p.Tenant)
 		if err != nil {
 			continue // a tenant the configuration no longer has: nobody can reach the job
@@ -88,7 +88,31 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 		tracked[p.ID] = true
 	}
 	s.settleEnded(tracked)
+	s.trackers.Go(s.sweep)
 	return s, nil
+}
+
+// sweepEvery is how often a server reconciles its data dir with the engine:
+// sandboxes left by processes that died (a crashed CLI's, say) go, and jobs no
+// process watches are adopted.
+const sweepEvery = 5 * time.Minute
+
+// sweep reconciles every sweepEvery until the service closes.
+func (s *Service) sweep() {
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.trackCtx.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(s.trackCtx, 2*time.Minute)
+		if err := s.ex.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("periodic reconcile", "err", err)
+		}
+		cancel()
+	}
 }
 
 // settleEnded writes the owed finish of every background job that ended while no
@@ -123,14 +147,14 @@ func (s *Service) settleEnded(tracked map[string]bool) {
 // log. With killJobs, running jobs are killed first.
 func (s *Service) Close(ctx context.Context, killJobs bool) error {
 	if killJobs {
-		list, err := s.ex.List(ctx, executor.ListOptions{State: executor.StateRunning, Limit: 1000})
+		running, err := s.ex.Running(ctx)
 		if err == nil {
-			for _, p := range list.Processes {
+			for _, p := range running {
 				if _, err := s.ex.Kill(ctx, p.ID, "SIGTERM", time.Second); err != nil {
 					s.log.Warn("kill job at shutdown", "id", p.ID, "err", err)
 				}
 			}
-			for _, p := range list.Processes {
+			for _, p := range running {
 				s.ex.Wait(ctx, p.ID)
 			}
 		}

@@ -74,5 +74,18 @@ func openBackend(serverURL string, pol *policy.Policy) (backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A job command answers for the data dir while it runs: it adopts the jobs
+	// nobody watches and clears what crashed processes left.
+	if err := reconcile(ex); err != nil {
+		ex.Close()
+		return nil, err
+	}
 	return local{ex}, nil
+}
+
+// reconcile runs ex.Reconcile with the time it may take on a loaded engine.
+func reconcile(ex *executor.Executor) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return ex.Reconcile(ctx)
 }

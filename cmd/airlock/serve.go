@@ -115,6 +115,10 @@ func openService(cfg server.Config, log *slog.Logger) (*executor.Executor, *serv
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := reconcile(ex); err != nil {
+		ex.Close()
+		return nil, nil, err
+	}
 	svc, err := server.NewService(ex, cfg, log, version)
 	if err != nil {
 		ex.Close()
