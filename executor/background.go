@@ -147,14 +147,25 @@ func (j *job) finish(st State, exitCode int, reason string) {
 // Config.MaxBackgroundTimeout). A command the policy refuses is recorded and
 // returned with state blocked; nothing runs.
 func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
-	s, err := e.cfg.normalize(spec, true)
+	spec.Background = true
+	a, err := e.Admit(spec, Caller{})
 	if err != nil {
 		return Process{}, err
 	}
+	return e.Launch(ctx, a)
+}
+
+// Launch starts an admitted background job, as Start does (which is Admit then
+// Launch). A request the policy refused is recorded and returned blocked.
+func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
+	s := a.spec
+	if !s.Background {
+		return Process{}, &SpecError{Field: "background", Reason: "a foreground run is run with Execute"}
+	}
 	now := time.Now().UTC()
 	j := &job{
-		ID: cmp.Or(s.ID, NewID()), State: StateRunning, Command: s.Command, Argv: s.Argv,
-		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: s.Tenant,
+		ID: a.id, State: StateRunning, Command: s.Command, Argv: s.Argv,
+		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: a.caller.Tenant,
 		MaxOutput: s.MaxOutput, TailLines: s.TailLines, LogCap: e.cfg.LogCap, CreatedAt: now, StartedAt: now,
 	}
 	// The lock comes before the record: a record of a running job whose lock is
@@ -170,7 +181,7 @@ func (e *Executor) Start(ctx context.Context, spec Spec) (Process, error) {
 		}
 	}()
 
-	if d := e.Check(s); !d.Allowed {
+	if d := a.decision; !d.Allowed {
 		j.finish(StateBlocked, ExitBlocked, "")
 		j.BlockRule, j.BlockReason = d.Rule, d.Reason
 		if d.Match != "" {

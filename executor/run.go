@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,17 +39,31 @@ func WithLiveOutput(stdout, stderr io.Writer) RunOption {
 // ctx ends first the container is killed, and the Result (state killed, the output
 // so far) comes with ctx's error.
 func (e *Executor) Run(ctx context.Context, spec Spec, opts ...RunOption) (Result, error) {
-	s, err := e.cfg.normalize(spec, false)
+	if spec.Background {
+		return Result{}, &SpecError{Field: "background", Reason: "Run executes in the foreground; use Start for background jobs"}
+	}
+	a, err := e.Admit(spec, Caller{})
 	if err != nil {
 		return Result{}, err
+	}
+	return e.Execute(ctx, a, opts...)
+}
+
+// Execute runs an admitted foreground request, as Run does (which is Admit
+// then Execute). A request the policy refused is reported blocked, and nothing
+// is created.
+func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (Result, error) {
+	s := a.spec
+	if s.Background {
+		return Result{}, &SpecError{Field: "background", Reason: "a background job is started with Launch"}
 	}
 	var o runOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	res := Result{ID: cmp.Or(s.ID, NewID()), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: s.Tenant, StartedAt: time.Now().UTC()}
-	if d := e.Check(s); !d.Allowed {
-		return res.blocked(d), nil
+	res := Result{ID: a.id, Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: a.caller.Tenant, StartedAt: time.Now().UTC()}
+	if !a.decision.Allowed {
+		return res.blocked(a.decision), nil
 	}
 	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
 		return res.failed(err)
@@ -365,19 +378,6 @@ func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock b
 		st, err = e.eng.inspect(ctx, cid)
 	}
 	return st, err
-}
-
-// Check runs the pre-flight policy (the Spec's own, else the operator's) on the
-// command a Spec would run, and runs nothing.
-func (e *Executor) Check(s Spec) policy.Decision {
-	p := cmp.Or(s.Policy, e.cfg.Policy)
-	switch {
-	case p == nil:
-		return policy.Decision{Allowed: true, Mode: policy.ModeOff}
-	case s.Command != "":
-		return p.Check(s.Command)
-	}
-	return p.CheckArgv(s.Argv)
 }
 
 // blocked is the Result of a command the policy refused: nothing ran.

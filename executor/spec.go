@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // Spec is one request to run a command in a fresh sandbox. Its JSON form is the body
@@ -52,16 +50,6 @@ type Spec struct {
 	TailLines int `json:"tail_lines,omitempty"`
 	// Labels are the caller's metadata, echoed back in the Result.
 	Labels map[string]string `json:"labels,omitempty"`
-
-	// ID, when set, is the run's id instead of a fresh one: a server assigns it
-	// (NewID) to audit the start of a run before the run exists. Never from JSON.
-	ID string `json:"-"`
-	// Tenant owns the run: a server sets it from the caller's credentials, never
-	// from the request body. Background jobs keep it; see ListOptions.Tenant.
-	Tenant string `json:"-"`
-	// Policy, when set, judges this run instead of Config.Policy: a server's
-	// per-tenant policy. It is never read from the request body.
-	Policy *policy.Policy `json:"-"`
 }
 
 // Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
@@ -95,48 +83,18 @@ var (
 	idPattern  = regexp.MustCompile(`^[0-9a-f]{24}$`)
 )
 
-// normalize checks s against the operator's ceilings and returns it with every
-// default filled in. The first invalid field is reported as a *SpecError.
-// normalize checks s against the operator's limits and fills in the defaults,
-// for a foreground run or for a background job.
-func (c *Config) normalize(s Spec, background bool) (Spec, error) {
+// normalize fills in the defaults of s and checks it against the Config's
+// ceilings and then the caller's, for a foreground run or a background job
+// (s.Background). The first invalid field is reported as a *SpecError. Admit is
+// its one caller: see docs/DESIGN.md, "One gate".
+func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 	bad := func(field, format string, args ...any) (Spec, error) {
 		return Spec{}, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
-	if s.ID != "" && !idPattern.MatchString(s.ID) {
-		return bad("id", "%q is not an airlock id (24 hex digits)", s.ID)
-	}
-	if s.Background && !background {
-		return bad("background", "Run executes in the foreground; use Start for background jobs")
-	}
-	s.Background = background
-	switch {
-	case s.Command == "" && len(s.Argv) == 0:
-		return bad("command", "one of command or argv is required")
-	case s.Command != "" && len(s.Argv) > 0:
-		return bad("command", "give command or argv, not both")
-	}
-	if strings.TrimSpace(s.Command) == "" && s.Command != "" {
-		return bad("command", "is blank")
-	}
-	if strings.ContainsRune(s.Command, 0) {
-		return bad("command", "contains a NUL byte")
-	}
-	if len(s.Command) > maxArgLen {
-		return bad("command", "is %d bytes; the kernel refuses a single argument over %d bytes (pass long scripts as stdin)", len(s.Command), maxArgLen)
-	}
-	if len(s.Argv) > 0 && s.Argv[0] == "" {
-		return bad("argv[0]", "program name is empty")
-	}
-	total := len(s.Command)
-	for i, a := range s.Argv {
-		if strings.ContainsRune(a, 0) {
-			return bad(fmt.Sprintf("argv[%d]", i), "contains a NUL byte")
-		}
-		if len(a) > maxArgLen {
-			return bad(fmt.Sprintf("argv[%d]", i), "is %d bytes; the kernel refuses a single argument over %d bytes", len(a), maxArgLen)
-		}
-		total += len(a) + 1
+	background := s.Background
+	total, err := c.checkCommand(s)
+	if err != nil {
+		return Spec{}, err
 	}
 	for k, v := range s.Env {
 		if !envName.MatchString(k) {
@@ -163,19 +121,24 @@ func (c *Config) normalize(s Spec, background bool) (Spec, error) {
 	if strings.ContainsAny(s.Image, " \t\n\x00") {
 		return bad("image", "%q is not an image reference", s.Image)
 	}
+	if len(caller.Images) > 0 && !slices.Contains(caller.Images, s.Image) {
+		return bad("image", "%q is not among the images the tenant may run (%s)", s.Image, strings.Join(caller.Images, ", "))
+	}
 
-	timeout, ceiling := float64(s.Timeout), c.Ceilings.Timeout
+	timeout, ceiling, whose := float64(s.Timeout), c.Ceilings.Timeout, "server's"
 	if background {
 		ceiling = c.MaxBackgroundTimeout
+	} else if caller.MaxTimeout > 0 && caller.MaxTimeout < ceiling {
+		ceiling, whose = caller.MaxTimeout, "tenant's"
 	}
 	switch {
 	case math.IsNaN(timeout) || timeout < 0:
 		return bad("timeout", "must be a positive number of seconds")
 	case timeout == 0 && background: // none
 	case timeout == 0:
-		s.Timeout = Seconds(c.Defaults.Timeout.Seconds())
+		s.Timeout = Seconds(min(c.Defaults.Timeout, ceiling).Seconds())
 	case timeout > ceiling.Seconds(): // in seconds: a huge value overflows a Duration
-		return bad("timeout", "%gs is greater than the server's limit of %gs", timeout, ceiling.Seconds())
+		return bad("timeout", "%gs is greater than the %s limit of %gs", timeout, whose, ceiling.Seconds())
 	case timeout < 0.01:
 		return bad("timeout", "%gs is too short; the minimum is 0.01s", timeout)
 	}
@@ -201,7 +164,11 @@ func (c *Config) normalize(s Spec, background bool) (Spec, error) {
 		return bad("user", "%q is uid or gid 0; running as root is not allowed by the server", s.User)
 	}
 
-	if v, err := bounded("memory", s.Memory, c.Defaults.Memory, c.Ceilings.Memory, minMemory, formatBytes); err != nil {
+	memCeiling, memWhose := c.Ceilings.Memory, "server's"
+	if caller.MaxMemory > 0 && caller.MaxMemory < memCeiling {
+		memCeiling, memWhose = caller.MaxMemory, "tenant's"
+	}
+	if v, err := boundedBy(memWhose, "memory", s.Memory, min(c.Defaults.Memory, memCeiling), memCeiling, minMemory, formatBytes); err != nil {
 		return Spec{}, err
 	} else {
 		s.Memory = v
@@ -270,25 +237,63 @@ func (c *Config) normalize(s Spec, background bool) (Spec, error) {
 	return s, nil
 }
 
-// Validate checks spec as Run (or, with Background set, Start) would, and
-// starts nothing. The error is a *SpecError naming the first invalid field.
-func (e *Executor) Validate(spec Spec) error {
-	_, err := e.cfg.normalize(spec, spec.Background)
-	return err
+// checkCommand checks the command or argv of s, and returns its size toward
+// MaxArgBytes.
+func (c *Config) checkCommand(s Spec) (int, error) {
+	bad := func(field, format string, args ...any) (int, error) {
+		return 0, &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case s.Command == "" && len(s.Argv) == 0:
+		return bad("command", "one of command or argv is required")
+	case s.Command != "" && len(s.Argv) > 0:
+		return bad("command", "give command or argv, not both")
+	}
+	if strings.TrimSpace(s.Command) == "" && s.Command != "" {
+		return bad("command", "is blank")
+	}
+	if strings.ContainsRune(s.Command, 0) {
+		return bad("command", "contains a NUL byte")
+	}
+	if len(s.Command) > maxArgLen {
+		return bad("command", "is %d bytes; the kernel refuses a single argument over %d bytes (pass long scripts as stdin)", len(s.Command), maxArgLen)
+	}
+	if len(s.Argv) > 0 && s.Argv[0] == "" {
+		return bad("argv[0]", "program name is empty")
+	}
+	total := len(s.Command)
+	for i, a := range s.Argv {
+		if strings.ContainsRune(a, 0) {
+			return bad(fmt.Sprintf("argv[%d]", i), "contains a NUL byte")
+		}
+		if len(a) > maxArgLen {
+			return bad(fmt.Sprintf("argv[%d]", i), "is %d bytes; the kernel refuses a single argument over %d bytes", len(a), maxArgLen)
+		}
+		total += len(a) + 1
+	}
+	if total > c.MaxArgBytes {
+		return bad("argv", "command and argv total %d bytes, over the limit of %d", total, c.MaxArgBytes)
+	}
+	return total, nil
 }
 
 // minMemory is the engine's own floor for a memory limit.
 const minMemory = 6 << 20
 
-// bounded applies a default, a ceiling and a floor to a numeric limit.
+// bounded applies a default, the server's ceiling and a floor to a numeric limit.
 func bounded(field string, v, def, ceiling, floor int64, format func(int64) string) (int64, error) {
+	return boundedBy("server's", field, v, def, ceiling, floor, format)
+}
+
+// boundedBy is bounded with a ceiling that is whose ("server's", "tenant's").
+func boundedBy(whose, field string, v, def, ceiling, floor int64, format func(int64) string) (int64, error) {
 	switch {
 	case v < 0:
 		return 0, &SpecError{Field: field, Reason: "must not be negative"}
 	case v == 0:
 		return def, nil
 	case v > ceiling:
-		return 0, &SpecError{Field: field, Reason: fmt.Sprintf("%s is greater than the server's limit of %s", format(v), format(ceiling))}
+		return 0, &SpecError{Field: field, Reason: fmt.Sprintf("%s is greater than the %s limit of %s", format(v), whose, format(ceiling))}
 	case v < floor:
 		return 0, &SpecError{Field: field, Reason: fmt.Sprintf("%s is below the minimum of %s", format(v), format(floor))}
 	}

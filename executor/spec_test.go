@@ -105,7 +105,6 @@ func TestNormalizeRejects(t *testing.T) {
 		{name: "label managed reserved", spec: Spec{Command: "true", Labels: map[string]string{LabelManaged: "false"}}, wantField: "labels." + LabelManaged},
 		{name: "label name empty", spec: Spec{Command: "true", Labels: map[string]string{"": "x"}}, wantField: "labels"},
 		{name: "NUL in label value", spec: Spec{Command: "true", Labels: map[string]string{"agent": "a\x00"}}, wantField: "labels.agent"},
-		{name: "background", spec: Spec{Command: "sleep 1", Background: true}, wantField: "background"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +112,7 @@ func TestNormalizeRejects(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
-			got, err := cfg.normalize(tt.spec, false)
+			got, err := cfg.normalize(tt.spec, Caller{})
 			if err == nil {
 				t.Fatalf("normalize accepted the spec (filled: %+v); the user would get no error for an invalid %s", got, tt.wantField)
 			}
@@ -140,7 +139,7 @@ func TestNormalizeDefaults(t *testing.T) {
 		{Command: "echo hi"},
 		{Argv: []string{"echo", "hi"}},
 	} {
-		got, err := cfg.normalize(spec, false)
+		got, err := cfg.normalize(spec, Caller{})
 		if err != nil {
 			t.Fatalf("normalize(%+v): %v; a minimal valid request was refused", spec, err)
 		}
@@ -286,7 +285,7 @@ func TestNormalizeAccepts(t *testing.T) {
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
-			got, err := cfg.normalize(tt.spec, false)
+			got, err := cfg.normalize(tt.spec, Caller{})
 			if err != nil {
 				t.Fatalf("normalize refused a valid request: %v", err)
 			}
@@ -310,7 +309,7 @@ func wantEq[T comparable](t *testing.T, field string, got, want T) {
 func TestNormalizeRefusesRootAliases(t *testing.T) {
 	for _, user := range []string{"00", "000:0", "0000:65534"} {
 		cfg := testConfig()
-		if _, err := cfg.normalize(Spec{Command: "id", User: user}, false); !errors.Is(err, ErrInvalidSpec) {
+		if _, err := cfg.normalize(Spec{Command: "id", User: user}, Caller{}); !errors.Is(err, ErrInvalidSpec) {
 			t.Errorf("user %q (uid 0 to the engine) was accepted without AllowRoot: err = %v", user, err)
 		}
 	}
@@ -321,7 +320,7 @@ func TestNormalizeRefusesRootAliases(t *testing.T) {
 // is too short instead of over the server's limit.
 func TestNormalizeHugeTimeoutReason(t *testing.T) {
 	cfg := testConfig()
-	_, err := cfg.normalize(Spec{Command: "true", Timeout: 1e10}, false)
+	_, err := cfg.normalize(Spec{Command: "true", Timeout: 1e10}, Caller{})
 	var se *SpecError
 	if !errors.As(err, &se) || !strings.Contains(se.Reason, "greater than") {
 		t.Errorf("timeout 1e10s: error %v, want a reason saying it is over the server's limit", err)

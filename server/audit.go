@@ -119,9 +119,9 @@ func (a *auditLog) write(ev auditEvent) error {
 func (a *auditLog) close() error { return a.f.Close() }
 
 // specEvent describes what a request asked to run, without env values.
-func specEvent(event string, s executor.Spec) auditEvent {
+func specEvent(event, tenant string, s executor.Spec) auditEvent {
 	return auditEvent{
-		Event: event, Tenant: s.Tenant, Command: s.Command, Argv: s.Argv,
+		Event: event, Tenant: tenant, Command: s.Command, Argv: s.Argv,
 		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Background: s.Background,
 	}
 }

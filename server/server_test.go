@@ -825,3 +825,23 @@ func TestSlowClients(t *testing.T) {
 		t.Fatalf("a wait longer than the write timeout: %d %s", status, data)
 	}
 }
+
+// TestTenantLimitAboveTheServers: with a server ceiling of 256 MiB and a tenant
+// whose max_memory is 384 MiB, a run that asks for no memory runs with 256 MiB;
+// and the audit's run.start says what ran, the default image included.
+func TestTenantLimitAboveTheServers(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Ceilings.Memory = 256 << 20
+		c.Tenants = map[string]Tenant{"alpha": {MaxMemory: 384 << 20}}
+	})
+	status, data, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes"})
+	r := decode[executor.Result](t, data)
+	if status != 200 || r.State != executor.StateCompleted || strings.TrimSpace(r.Stdout) != fmt.Sprint(256<<20) {
+		t.Fatalf("a run with no memory asked: %d %s", status, data)
+	}
+	for _, ev := range h.auditLines() {
+		if ev.Event == "run.start" && ev.ID == r.ID && ev.Image != "airlock/minimal" {
+			t.Fatalf("run.start does not say the image that ran: %+v", ev)
+		}
+	}
+}

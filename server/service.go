@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -49,7 +48,7 @@ type tokenHash struct {
 type tenantState struct {
 	name   string
 	limits Tenant
-	policy *policy.Policy // nil: the server's
+	caller executor.Caller // what the gate bounds the tenant's requests by
 
 	mu     sync.Mutex
 	active int
@@ -195,13 +194,15 @@ func (s *Service) tenant(name string) (*tenantState, error) {
 	if limits.AllowedImages == nil {
 		limits.AllowedImages = s.cfg.TenantDefaults.AllowedImages
 	}
-	t := &tenantState{name: name, limits: limits}
+	t := &tenantState{name: name, limits: limits, caller: executor.Caller{
+		Tenant: name, MaxMemory: limits.MaxMemory, MaxTimeout: seconds(limits.MaxTimeout), Images: limits.AllowedImages,
+	}}
 	if limits.Policy != nil {
 		p, err := policy.New(*limits.Policy)
 		if err != nil {
 			return nil, fmt.Errorf("tenant %q policy: %w", name, err)
 		}
-		t.policy = p
+		t.caller.Policy = p
 	}
 	s.tenants[name] = t
 	return t, nil
@@ -290,37 +291,8 @@ func (s *Service) owned(tenant, id string) (*tenantState, error) {
 	return t, s.own(t, id)
 }
 
-// bound applies the tenant's ceilings, which the executor does not know: allowed
-// images, and memory and timeout limits lower than the server's.
-func (s *Service) bound(t *tenantState, spec *executor.Spec) error {
-	bad := func(field, format string, args ...any) error {
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
-	}
-	image := cmp.Or(spec.Image, s.cfg.DefaultImage)
-	if l := t.limits.AllowedImages; len(l) > 0 && !slices.Contains(l, image) {
-		return bad("image", "%q is not among the images this tenant may run (%v)", image, l)
-	}
-	if m := t.limits.MaxMemory; m > 0 {
-		switch {
-		case spec.Memory > m:
-			return bad("memory", "%d bytes is greater than the tenant's limit of %d", spec.Memory, m)
-		case spec.Memory == 0:
-			spec.Memory = min(m, executor.DefaultConfig().Defaults.Memory)
-		}
-	}
-	if m := t.limits.MaxTimeout; m > 0 && !spec.Background {
-		switch {
-		case float64(spec.Timeout) > m:
-			return bad("timeout", "%gs is greater than the tenant's limit of %gs", float64(spec.Timeout), m)
-		case spec.Timeout == 0:
-			spec.Timeout = executor.Seconds(min(m, s.ex.Config().Defaults.Timeout.Seconds()))
-		}
-	}
-	return nil
-}
-
-// admit counts a new run against the tenant's concurrency limit, or refuses it.
-func (s *Service) admit(t *tenantState) (release func(), err error) {
+// reserve counts a new run against the tenant's concurrency limit, or refuses it.
+func (s *Service) reserve(t *tenantState) (release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active >= t.limits.MaxConcurrent {
@@ -338,21 +310,27 @@ func (s *Service) admit(t *tenantState) (release func(), err error) {
 	}, nil
 }
 
-// prepare binds spec to its tenant and checks it before anything runs. A
-// refusal by the policy is not an error: the executor reports it as a Result.
-func (s *Service) prepare(t *tenantState, spec *executor.Spec, via, remote string) error {
-	spec.Tenant, spec.Policy, spec.ID = t.name, t.policy, executor.NewID()
-	err := s.bound(t, spec)
-	if err == nil {
-		err = s.ex.Validate(*spec)
-	}
+// admit passes spec through the executor's gate as the tenant's; an invalid
+// field is refused, and audited as asked.
+func (s *Service) admit(t *tenantState, spec executor.Spec, via, remote string) (executor.Admitted, error) {
+	a, err := s.ex.Admit(spec, t.caller)
 	if err != nil {
-		ev := specEvent("refused", *spec)
+		ev := specEvent("refused", t.name, spec)
 		ev.Via, ev.Remote, ev.Error = via, remote, err.Error()
 		s.write(ev)
-		return err
 	}
-	return nil
+	return a, err
+}
+
+// auditStart writes the start of an admitted run as it will run, allowed or
+// refused by the policy.
+func (s *Service) auditStart(a executor.Admitted, via, remote string) {
+	ev := specEvent("run.start", a.Tenant(), a.Spec())
+	ev.ID, ev.Via, ev.Remote, ev.Decision = a.ID(), via, remote, "allowed"
+	if d := a.Decision(); !d.Allowed {
+		ev.Event, ev.Decision, ev.Rule, ev.Reason = "refused", "blocked", d.Rule, d.Reason
+	}
+	s.write(ev)
 }
 
 // Run runs spec in the foreground and returns its Result. begin, unless nil, is
@@ -363,28 +341,32 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	if err != nil {
 		return executor.Result{}, err
 	}
-	spec.Background = false
-	if err := s.prepare(t, &spec, via, remote); err != nil {
+	if spec.Background {
+		return executor.Result{}, &executor.SpecError{Field: "background", Reason: "a foreground run; start a background job instead"}
+	}
+	a, err := s.admit(t, spec, via, remote)
+	if err != nil {
 		return executor.Result{}, err
 	}
-	release, err := s.admit(t)
+	release, err := s.reserve(t)
 	if err != nil {
 		return executor.Result{}, err
 	}
 	defer release()
-	if !s.started(spec, via, remote) {
-		res, err := s.ex.Run(ctx, spec) // blocked: the executor makes the Result, nothing runs
+	s.auditStart(a, via, remote)
+	if !a.Decision().Allowed {
+		res, err := s.ex.Execute(ctx, a) // blocked: the executor makes the Result, nothing runs
 		s.metrics.ended("foreground", res)
 		return res, err
 	}
 	if begin != nil {
-		begin(spec.ID)
+		begin(a.ID())
 	}
 	gauge := s.metrics.running.WithLabelValues("foreground")
 	gauge.Inc()
-	res, err := s.ex.Run(ctx, spec, opts...)
+	res, err := s.ex.Execute(ctx, a, opts...)
 	gauge.Dec()
-	ev := specEvent("run.finish", spec).withResult(res)
+	ev := specEvent("run.finish", t.name, a.Spec()).withResult(res)
 	ev.Via, ev.Remote = via, remote
 	s.write(ev)
 	s.metrics.ended("foreground", res)
@@ -404,19 +386,6 @@ func (s *Service) runError(ctx context.Context, err error) error {
 	return nil
 }
 
-// started audits the start of a run: refused by the policy, or allowed. It
-// reports whether the run may go ahead.
-func (s *Service) started(spec executor.Spec, via, remote string) bool {
-	d := s.ex.Check(spec)
-	ev := specEvent("run.start", spec)
-	ev.ID, ev.Via, ev.Remote, ev.Decision = spec.ID, via, remote, "allowed"
-	if !d.Allowed {
-		ev.Event, ev.Decision, ev.Rule, ev.Reason = "refused", "blocked", d.Rule, d.Reason
-	}
-	s.write(ev)
-	return d.Allowed
-}
-
 // Start starts spec as a background job.
 func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, via, remote string) (executor.Process, error) {
 	t, err := s.tenant(tenant)
@@ -424,18 +393,20 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 		return executor.Process{}, err
 	}
 	spec.Background = true
-	if err := s.prepare(t, &spec, via, remote); err != nil {
-		return executor.Process{}, err
-	}
-	release, err := s.admit(t)
+	a, err := s.admit(t, spec, via, remote)
 	if err != nil {
 		return executor.Process{}, err
 	}
-	allowed := s.started(spec, via, remote)
-	if allowed {
-		s.pend(spec.ID, spec.Tenant) // owed from the moment the start is written
+	release, err := s.reserve(t)
+	if err != nil {
+		return executor.Process{}, err
 	}
-	p, err := s.ex.Start(ctx, spec)
+	s.auditStart(a, via, remote)
+	allowed := a.Decision().Allowed
+	if allowed {
+		s.pend(a.ID(), t.name) // owed from the moment the start is written
+	}
+	p, err := s.ex.Launch(ctx, a)
 	if err != nil || !allowed || p.State != executor.StateRunning {
 		release()
 		if p.ID != "" {
@@ -445,13 +416,13 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 			}
 		}
 		if allowed { // it never ran: its finish is now
-			ev := specEvent("run.finish", spec)
-			ev.ID, ev.State, ev.Via = spec.ID, p.State, via
+			ev := specEvent("run.finish", t.name, a.Spec())
+			ev.ID, ev.State, ev.Via = a.ID(), p.State, via
 			if err != nil {
 				ev.Error = err.Error()
 			}
 			s.write(ev)
-			s.settle(spec.ID)
+			s.settle(a.ID())
 		}
 		if err != nil && p.ID != "" {
 			return p, s.runError(ctx, err)
@@ -580,12 +551,10 @@ func (s *Service) Check(ctx context.Context, tenant string, req CheckRequest, vi
 			Message: "command: give exactly one of command or argv"}
 	}
 	// The command is bounded as a run's would be, before the policy parses it.
-	spec := executor.Spec{Command: req.Command, Argv: req.Argv}
-	if err := s.ex.Validate(spec); err != nil {
+	d, err := s.ex.CheckCommand(t.caller, req.Command, req.Argv)
+	if err != nil {
 		return policy.Decision{}, err
 	}
-	spec.Policy = t.policy
-	d := s.ex.Check(spec)
 	ev := auditEvent{Event: "check", Tenant: t.name, Command: req.Command, Argv: req.Argv, Via: via, Remote: remote, Decision: "allowed"}
 	if !d.Allowed {
 		ev.Decision, ev.Rule, ev.Reason = "blocked", d.Rule, d.Reason

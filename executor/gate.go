@@ -1,0 +1,85 @@
+package executor
+
+import (
+	"cmp"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// Caller is who asks for a run, and what it may ask for beyond the operator's
+// Config: its bounds can only lower the Config's ceilings. A server fills it
+// from the tenant of the request; the zero Caller is the library's own, bound
+// by the Config alone.
+type Caller struct {
+	// Tenant owns the run; a server sets it from the caller's credentials.
+	// Background jobs keep it (see ListOptions.Tenant).
+	Tenant string
+	// Policy judges the caller's commands instead of Config.Policy.
+	Policy *policy.Policy
+	// MaxMemory (bytes) and MaxTimeout (foreground runs) lower the Config's
+	// ceilings when set; a request that names none gets the lower of the
+	// Config's default and these.
+	MaxMemory  int64
+	MaxTimeout time.Duration
+	// Images, when set, are the only images the caller may run.
+	Images []string
+}
+
+// Admitted is a request that has passed the gate: every default filled in, every
+// field within the operator's and the caller's bounds, and the policy's
+// decision taken. It is the one value Execute and Launch act on, and what an
+// audit log or a metric reads: what will run, not what was asked. Its fields are
+// read-only, so that nothing runs that the gate did not see.
+type Admitted struct {
+	id       string
+	spec     Spec
+	caller   Caller
+	decision policy.Decision
+}
+
+// ID is the run's id.
+func (a Admitted) ID() string { return a.id }
+
+// Spec is the request as it will run: defaults filled in.
+func (a Admitted) Spec() Spec { return a.spec }
+
+// Tenant is the owner of the run.
+func (a Admitted) Tenant() string { return a.caller.Tenant }
+
+// Decision is the policy's judgement. A refused request runs nothing: Execute
+// and Launch report it as blocked.
+func (a Admitted) Decision() policy.Decision { return a.decision }
+
+// Admit is the one gate of every run and background job (spec.Background): it
+// fills in the defaults, bounds the request by the Config's ceilings and then
+// the caller's, validates every field, and judges the command with the policy,
+// once. The error is a *SpecError naming the first invalid field; nothing was
+// started. A refusal by the policy is not an error: see Admitted.Decision.
+func (e *Executor) Admit(spec Spec, c Caller) (Admitted, error) {
+	s, err := e.cfg.normalize(spec, c)
+	if err != nil {
+		return Admitted{}, err
+	}
+	return Admitted{id: NewID(), spec: s, caller: c, decision: judge(cmp.Or(c.Policy, e.cfg.Policy), s.Command, s.Argv)}, nil
+}
+
+// CheckCommand judges a command (or argv) as Admit would, and runs nothing:
+// the command is bounded as a run's, then judged by the caller's policy.
+func (e *Executor) CheckCommand(c Caller, command string, argv []string) (policy.Decision, error) {
+	if _, err := e.cfg.checkCommand(Spec{Command: command, Argv: argv}); err != nil {
+		return policy.Decision{}, err
+	}
+	return judge(cmp.Or(c.Policy, e.cfg.Policy), command, argv), nil
+}
+
+// judge is the policy's decision on a command or argv; nil p allows everything.
+func judge(p *policy.Policy, command string, argv []string) policy.Decision {
+	switch {
+	case p == nil:
+		return policy.Decision{Allowed: true, Mode: policy.ModeOff}
+	case command != "":
+		return p.Check(command)
+	}
+	return p.CheckArgv(argv)
+}
