@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-sandbox/airlock/executor"
@@ -60,11 +61,11 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "run", Description: "Run a command in a fresh sandbox and return its result: " +
 		"exit_code, stdout and stderr apart, duration, timed_out, oom_killed, blocked with block_reason. " +
 		"Give command (a shell command) or argv. timeout is in seconds (default 60)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Result, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Result, error) {
 			if spec.Background {
 				return nil, executor.Result{}, errors.New("background: run waits for the command; use the start tool for a background process")
 			}
-			res, err := s.Run(ctx, tenant, spec, via, "", nil)
+			res, err := s.Run(ctx, tenant, spec, via, remoteOf(req), nil)
 			if err != nil {
 				return nil, res, toolError(err)
 			}
@@ -72,8 +73,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "start", Description: "Start a command as a background process and return its id at once. " +
 		"It has no timeout unless given (seconds, at most 24 h). Follow it with monitor, logs and kill."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Process, error) {
-			p, err := s.Start(ctx, tenant, spec, via, "")
+		func(ctx context.Context, req *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Process, error) {
+			p, err := s.Start(ctx, tenant, spec, via, remoteOf(req))
 			if err != nil {
 				return nil, p, toolError(err)
 			}
@@ -114,8 +115,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "kill", Description: "End a background process: send signal (default SIGTERM) to every " +
 		"process in its sandbox, then SIGKILL after force_after seconds (default 10, 0 = never). Killing a process " +
 		"that already ended is not an error."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in KillToolRequest) (*mcp.CallToolResult, executor.KillResult, error) {
-			k, err := s.Kill(ctx, tenant, in.ID, in.Signal, in.forceAfter(), via, "")
+		func(ctx context.Context, req *mcp.CallToolRequest, in KillToolRequest) (*mcp.CallToolResult, executor.KillResult, error) {
+			k, err := s.Kill(ctx, tenant, in.ID, in.Signal, in.forceAfter(), via, remoteOf(req))
 			if err != nil {
 				return nil, k, toolError(err)
 			}
@@ -145,8 +146,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "check", Description: "Judge a command with the policy without running it: " +
 		"blocked, with the rule and the reason."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in CheckRequest) (*mcp.CallToolResult, CheckResult, error) {
-			d, err := s.Check(ctx, tenant, in, via, "")
+		func(ctx context.Context, req *mcp.CallToolRequest, in CheckRequest) (*mcp.CallToolResult, CheckResult, error) {
+			d, err := s.Check(ctx, tenant, in, via, remoteOf(req))
 			if err != nil {
 				return nil, CheckResult{}, toolError(err)
 			}
@@ -163,11 +164,14 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 	return srv
 }
 
-// mcpHandler serves /mcp: one MCP server per tenant, chosen by the request's token.
+// mcpHandler serves /mcp: one MCP server per tenant, chosen by the request's
+// token. Each session is bound to the tenant that opened it: the SDK compares
+// the user of every later request of a session with the session's (see
+// mcpSessionGuard), so another tenant's token on it is refused (403, audited).
 func (s *Service) mcpHandler() http.Handler {
 	var mu sync.Mutex
 	servers := map[string]*mcp.Server{}
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		tenant, _ := r.Context().Value(tenantKey{}).(string)
 		mu.Lock()
 		defer mu.Unlock()
@@ -178,7 +182,77 @@ func (s *Service) mcpHandler() http.Handler {
 		servers[tenant] = srv
 		return srv
 	}, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: 30 * time.Minute})
+	var h http.Handler = sdk
+	if len(s.cfg.Tokens) > 0 {
+		// The SDK binds a session to the user of the request that opened it when
+		// the request carries its TokenInfo, which only its bearer middleware
+		// sets. The token is already checked (authenticated): the user is the
+		// tenant it maps to.
+		h = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+			tenant, _ := ctx.Value(tenantKey{}).(string)
+			return &auth.TokenInfo{UserID: "tenant:" + tenant}, nil
+		}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The client's address travels to the tools (for the audit log) in a
+		// header no client may set.
+		r.Header.Set(remoteHeader, r.RemoteAddr)
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(&mcpSessionGuard{ResponseWriter: w, refuse: func() {
+			s.authFailed("", "mcp", r.RemoteAddr, "mcp session belongs to another tenant")
+			writeJSON(w, http.StatusForbidden, errorBody{&Error{Status: http.StatusForbidden, Code: "forbidden",
+				Message: "this MCP session belongs to another tenant: open a session of your own"}})
+		}}, r)
+	})
 }
+
+// remoteHeader carries the client's address from the /mcp handler to the tools.
+const remoteHeader = "X-Airlock-Remote-Addr"
+
+// remoteOf is the client's address of a tool call: over HTTP the request's,
+// over stdio "stdio".
+func remoteOf(req *mcp.CallToolRequest) string {
+	if req != nil && req.Extra != nil && req.Extra.Header != nil {
+		if a := req.Extra.Header.Get(remoteHeader); a != "" {
+			return a
+		}
+	}
+	return "stdio"
+}
+
+// mcpSessionGuard turns the SDK's refusal of a session to another user (a
+// plain 403) into the API's error shape, and audits it.
+type mcpSessionGuard struct {
+	http.ResponseWriter
+	refuse  func()
+	refused bool
+}
+
+func (g *mcpSessionGuard) WriteHeader(code int) {
+	if code == http.StatusForbidden && !g.refused {
+		g.refused = true
+		g.ResponseWriter.Header().Del("Content-Type")
+		g.ResponseWriter.Header().Del("X-Content-Type-Options")
+		g.refuse()
+		return
+	}
+	if !g.refused {
+		g.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (g *mcpSessionGuard) Write(b []byte) (int, error) {
+	if g.refused {
+		return len(b), nil // the SDK's own text; the refusal is written
+	}
+	return g.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and the deadlines.
+func (g *mcpSessionGuard) Unwrap() http.ResponseWriter { return g.ResponseWriter }
 
 func text(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -183,5 +184,74 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	if vias["run.start/mcp"] < 2 || vias["check/mcp"] != 1 || vias["kill/mcp"] != 1 || vias["refused/mcp"] < 2 {
 		t.Fatalf("audit by event and transport: %v", vias)
+	}
+}
+
+// TestMCPSessionBoundToTenant: a session answers only the tenant that opened
+// it. Beta, holding a valid token of its own and alpha's session id, is refused
+// (403, audited) and sees nothing of alpha's; alpha goes on using its session.
+func TestMCPSessionBoundToTenant(t *testing.T) {
+	h := newHarness(t, nil)
+	post := func(token, session, body string) (int, http.Header, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Airlock-Remote-Addr", "10.9.9.9:1") // a client cannot choose its audited address
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(data)
+	}
+	status, header, body := post(tokA, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	session := header.Get("Mcp-Session-Id")
+	if status != 200 || session == "" {
+		t.Fatalf("initialize: %d %s", status, body)
+	}
+	post(tokA, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	_, data, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "sleep 30", "background": true})
+	job := decode[executor.Process](t, data)
+
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list","arguments":{}}}`
+	status, _, body = post(tokB, session, list)
+	wantError(t, status, []byte(body), 403, "forbidden", "")
+	if strings.Contains(body, job.ID) {
+		t.Fatalf("beta read alpha's job through alpha's session: %s", body)
+	}
+	audited := false
+	for _, ev := range h.auditLines() {
+		if ev.Event == "auth.failed" && ev.Via == "mcp" && strings.Contains(ev.Reason, "another tenant") {
+			audited = true
+		}
+	}
+	if !audited {
+		t.Fatal("the refused session was not audited")
+	}
+
+	status, _, body = post(tokA, session, list)
+	if status != 200 || !strings.Contains(body, job.ID) {
+		t.Fatalf("alpha's own session: %d %s", status, body)
+	}
+	// The run's audit line names the client's address, not the header it sent.
+	post(tokA, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run","arguments":{"command":"true"}}}`)
+	starts := 0
+	for _, ev := range h.auditLines() {
+		if ev.Event == "run.start" && ev.Via == "mcp" {
+			starts++
+			if !strings.HasPrefix(ev.Remote, "127.0.0.1:") {
+				t.Fatalf("mcp run.start remote %q, want the client's address", ev.Remote)
+			}
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("%d mcp run.start lines, want 1", starts)
 	}
 }
