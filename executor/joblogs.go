@@ -79,6 +79,8 @@ func (e *Executor) Logs(ctx context.Context, id string, opts LogsOptions) (Logs,
 		return e.follow(ctx, j, streams, opts)
 	}
 	out := e.logSizes(j)
+	// A stream not asked for is not read: its next page starts where it would have.
+	out.StdoutNext, out.StderrNext = opts.Offset, opts.Offset
 	for _, s := range streams {
 		b, err := readAt(e.logPath(id, s), opts.Offset, opts.Limit)
 		if err != nil {

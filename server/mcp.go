@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,10 +34,45 @@ type KillToolRequest struct {
 
 // ListRequest filters the list tool.
 type ListRequest struct {
-	State  executor.State    `json:"state,omitempty" jsonschema:"running, completed, timed_out, killed, blocked or failed"`
+	State  executor.State    `json:"state,omitempty" jsonschema:"keep processes in this state (default: all)"`
 	Labels map[string]string `json:"labels,omitempty" jsonschema:"keep processes carrying every one of these labels"`
 	Limit  int               `json:"limit,omitempty" jsonschema:"most processes returned (default 50, at most 1000)"`
 }
+
+// WaitToolRequest is the wait tool's input.
+type WaitToolRequest struct {
+	ID      string           `json:"id" jsonschema:"the process id returned by start"`
+	Timeout executor.Seconds `json:"timeout,omitempty" jsonschema:"seconds to wait at most (default 30, at most 3600); the process goes on if the wait ends first"`
+}
+
+// The closed sets of the tools' inputs, as enums in their schemas.
+var (
+	stateEnum    = []any{"running", "completed", "timed_out", "killed", "blocked", "failed"}
+	streamEnum   = []any{"stdout", "stderr", "both"}
+	encodingEnum = []any{"utf8", "base64"}
+	signalEnum   = []any{"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGSTOP", "SIGCONT"}
+)
+
+// inputSchema is T's schema, with enums for the properties named.
+func inputSchema[T any](enums map[string][]any) *jsonschema.Schema {
+	sch, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("schema of %T: %v", *new(T), err))
+	}
+	for name, values := range enums {
+		sch.Properties[name].Enum = values
+	}
+	return sch
+}
+
+// Tool annotations: what a tool does to the world, for a client that asks
+// before it lets an agent act.
+var (
+	no          = false
+	readOnly    = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}
+	sandboxed   = &mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &no}
+	destructive = &mcp.ToolAnnotations{OpenWorldHint: &no, IdempotentHint: true}
+)
 
 // CheckResult is the check tool's answer.
 type CheckResult struct {
@@ -53,14 +90,16 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "airlock", Version: version}, &mcp.ServerOptions{
 		Instructions: "airlock runs shell commands in throw-away, locked-down containers (no network, read-only root, " +
 			"memory/CPU/pids limits) after a policy check. Use run for commands that finish within a minute or so; " +
-			"start + monitor/logs/wait-by-monitor + kill for long ones. Results say why a command was refused, " +
+			"start + monitor/logs/wait + kill for long ones. Results say why a command was refused, " +
 			"that it timed out (exit 124) or ran out of memory (oom_killed).",
 		Logger: s.log,
+		// The session-based versions only: see mcpProtocolVersions.
+		SupportedProtocolVersions: mcpProtocolVersions,
 	})
 	const via = "mcp"
 	mcp.AddTool(srv, &mcp.Tool{Name: "run", Description: "Run a command in a fresh sandbox and return its result: " +
 		"exit_code, stdout and stderr apart, duration, timed_out, oom_killed, blocked with block_reason. " +
-		"Give command (a shell command) or argv. timeout is in seconds (default 60)."},
+		"Give command (a shell command) or argv. timeout is in seconds (default 60).", Annotations: sandboxed},
 		func(ctx context.Context, req *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Result, error) {
 			if spec.Background {
 				return nil, executor.Result{}, errors.New("background: run waits for the command; use the start tool for a background process")
@@ -72,7 +111,7 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			return text(summarize(res)), res, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "start", Description: "Start a command as a background process and return its id at once. " +
-		"It has no timeout unless given (seconds, at most 24 h). Follow it with monitor, logs and kill."},
+		"It has no timeout unless given (seconds, at most 24 h). Follow it with monitor, logs, wait and kill.", Annotations: sandboxed},
 		func(ctx context.Context, req *mcp.CallToolRequest, spec executor.Spec) (*mcp.CallToolResult, executor.Process, error) {
 			p, err := s.Start(ctx, tenant, spec, via, remoteOf(req))
 			if err != nil {
@@ -85,7 +124,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			return text(msg), p, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "monitor", Description: "Report a background process: state, exit code once ended, " +
-		"runtime so far, resource usage, and its output so far (stdout/stderr up to max_output, and the tails)."},
+		"runtime so far, resource usage, and its output so far (stdout/stderr up to max_output, and the tails).",
+		Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in IDRequest) (*mcp.CallToolResult, executor.Result, error) {
 			res, err := s.Get(ctx, tenant, in.ID)
 			if err != nil {
@@ -94,14 +134,20 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			return text(summarize(res)), res, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "logs", Description: "Read a background process's output from a byte offset: " +
-		"stream stdout, stderr or both; stdout_next/stderr_next are the offsets of the next page."},
+		"stream stdout, stderr or both; stdout_next/stderr_next are the offsets of the next page.",
+		InputSchema: inputSchema[LogsRequest](map[string][]any{"stream": streamEnum, "encoding": encodingEnum}), Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in LogsRequest) (*mcp.CallToolResult, LogsResponse, error) {
 			page, err := s.logsPage(ctx, tenant, in)
 			if err != nil {
 				return nil, page, toolError(err)
 			}
-			msg := fmt.Sprintf("process %s (%s): stdout %d bytes kept, stderr %d; next offsets %d and %d",
-				page.ID, page.State, page.StdoutSize, page.StderrSize, page.StdoutNext, page.StderrNext)
+			msg := fmt.Sprintf("process %s (%s): stdout %d bytes kept, stderr %d", page.ID, page.State, page.StdoutSize, page.StderrSize)
+			if page.Stdout != nil {
+				msg += fmt.Sprintf("; stdout_next %d", page.StdoutNext)
+			}
+			if page.Stderr != nil {
+				msg += fmt.Sprintf("; stderr_next %d", page.StderrNext)
+			}
 			for _, p := range []struct {
 				name string
 				data *string
@@ -114,7 +160,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "kill", Description: "End a background process: send signal (default SIGTERM) to every " +
 		"process in its sandbox, then SIGKILL after force_after seconds (default 10, 0 = never). Killing a process " +
-		"that already ended is not an error."},
+		"that already ended is not an error.",
+		InputSchema: inputSchema[KillToolRequest](map[string][]any{"signal": signalEnum}), Annotations: destructive},
 		func(ctx context.Context, req *mcp.CallToolRequest, in KillToolRequest) (*mcp.CallToolResult, executor.KillResult, error) {
 			k, err := s.Kill(ctx, tenant, in.ID, in.Signal, in.forceAfter(), via, remoteOf(req))
 			if err != nil {
@@ -122,8 +169,23 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			}
 			return text(k.Message), k, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Wait until a background process ends, at most timeout " +
+		"seconds (default 30, at most 3600), and return its result; state running if it still runs.",
+		Annotations: readOnly},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in WaitToolRequest) (*mcp.CallToolResult, executor.Result, error) {
+			d, err := WaitRequest{Timeout: in.Timeout}.duration()
+			if err != nil {
+				return nil, executor.Result{}, toolError(err)
+			}
+			res, err := s.Wait(ctx, tenant, in.ID, d)
+			if err != nil {
+				return nil, res, toolError(err)
+			}
+			return text(summarize(res)), res, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "list", Description: "List background processes, most recent first, with total; " +
-		"filter by state and labels."},
+		"filter by state and labels.",
+		InputSchema: inputSchema[ListRequest](map[string][]any{"state": stateEnum}), Annotations: readOnly},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ListRequest) (*mcp.CallToolResult, executor.ProcessList, error) {
 			list, err := s.List(ctx, tenant, executor.ListOptions{State: in.State, Labels: in.Labels, Limit: in.Limit})
 			if err != nil {
@@ -145,7 +207,7 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			return text(b.String()), list, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "check", Description: "Judge a command with the policy without running it: " +
-		"blocked, with the rule and the reason."},
+		"blocked, with the rule and the reason.", Annotations: readOnly},
 		func(ctx context.Context, req *mcp.CallToolRequest, in CheckRequest) (*mcp.CallToolResult, CheckResult, error) {
 			d, err := s.Check(ctx, tenant, in, via, remoteOf(req))
 			if err != nil {
@@ -208,6 +270,12 @@ func (s *Service) mcpHandler() http.Handler {
 		}}, r)
 	})
 }
+
+// mcpProtocolVersions are the MCP versions airlock speaks: those with sessions
+// (before 2026-07-28). /mcp is stateful, so that each session stays bound to
+// its tenant; a client that probes with the stateless protocol's
+// server/discover is told to use initialize instead.
+var mcpProtocolVersions = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
 
 // remoteHeader carries the client's address from the /mcp handler to the tools.
 const remoteHeader = "X-Airlock-Remote-Addr"

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -85,8 +86,37 @@ func TestMCPOverHTTP(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if strings.Join(names, " ") != "check kill list logs monitor run start" {
+	if strings.Join(names, " ") != "check kill list logs monitor run start wait" {
 		t.Fatalf("tools %v", names)
+	}
+	// Every input field is described (with its unit where it has one), the
+	// closed sets are enums, and the annotations say what a tool does.
+	enums := map[string]string{"logs.stream": "stdout stderr both", "logs.encoding": "utf8 base64",
+		"list.state": "running completed timed_out killed blocked failed", "kill.signal": "SIGTERM"}
+	readOnly := map[string]bool{"monitor": true, "logs": true, "list": true, "check": true, "wait": true}
+	for _, tool := range tools.Tools {
+		var sch struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+				Enum        []any  `json:"enum"`
+			} `json:"properties"`
+		}
+		data, _ := json.Marshal(tool.InputSchema)
+		json.Unmarshal(data, &sch)
+		for name, prop := range sch.Properties {
+			if prop.Description == "" {
+				t.Errorf("%s.%s has no description", tool.Name, name)
+			}
+			if want, ok := enums[tool.Name+"."+name]; ok && !strings.HasPrefix(strings.Trim(fmt.Sprint(prop.Enum), "[]"), want) {
+				t.Errorf("%s.%s enum %v, want %s", tool.Name, name, prop.Enum, want)
+			}
+		}
+		if a := tool.Annotations; a == nil || a.ReadOnlyHint != readOnly[tool.Name] || a.OpenWorldHint == nil || *a.OpenWorldHint {
+			t.Errorf("%s annotations %+v", tool.Name, a)
+		}
+	}
+	if run := tools.Tools[slices.IndexFunc(tools.Tools, func(t *mcp.Tool) bool { return t.Name == "run" })]; !strings.Contains(fmt.Sprint(run.InputSchema), "bytes") {
+		t.Errorf("run's schema names no unit: %v", run.InputSchema)
 	}
 
 	// run: the structured Result, and a summary an LLM can read.
@@ -143,6 +173,15 @@ func TestMCPOverHTTP(t *testing.T) {
 	if m.State != executor.StateRunning {
 		t.Fatalf("monitor: %+v", m)
 	}
+	// A page of one stream says where that stream's next page starts.
+	page, res := call[LogsResponse](t, cs, "logs", map[string]any{"id": p.ID, "stream": "stdout", "offset": 2})
+	if page.StdoutNext != 6 || page.StderrNext != 2 || !strings.Contains(textOf(res), "stdout_next 6") || strings.Contains(textOf(res), "stderr_next") {
+		t.Fatalf("logs of stdout from 2: %+v %s", page, textOf(res))
+	}
+	w, res := call[executor.Result](t, cs, "wait", map[string]any{"id": p.ID, "timeout": 0.3})
+	if w.State != executor.StateRunning || !strings.Contains(textOf(res), "running") {
+		t.Fatalf("wait that times out: %+v %s", w, textOf(res))
+	}
 	l, _ := call[executor.ProcessList](t, cs, "list", map[string]any{"state": "running", "labels": map[string]string{"agent": "mcp"}})
 	if l.Total != 1 || l.Processes[0].ID != p.ID {
 		t.Fatalf("list: %+v", l)
@@ -151,13 +190,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	if k.Signal != "SIGTERM" || !strings.Contains(textOf(res), "sent SIGTERM") {
 		t.Fatalf("kill: %+v %s", k, textOf(res))
 	}
-	for {
-		m, _ = call[executor.Result](t, cs, "monitor", map[string]any{"id": p.ID})
-		if m.State != executor.StateRunning || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	m, _ = call[executor.Result](t, cs, "wait", map[string]any{"id": p.ID, "timeout": 20})
 	if m.State != executor.StateKilled || m.ExitCode != 3 || m.Stdout != "ready\nstopping\n" {
 		t.Fatalf("after kill: %+v", m)
 	}
