@@ -215,7 +215,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	if s.Stdin != nil {
 		if att, err = e.eng.attach(context.WithoutCancel(ctx), cid, true); err != nil {
 			e.discard(context.WithoutCancel(ctx), cid)
-			return fail(fmt.Errorf("%w: attach: %v", ErrEngine, err))
+			return fail(e.engineErr("attach", err))
 		}
 	}
 	if err := e.eng.start(ctx, cid); err != nil {
@@ -223,7 +223,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 			att.close()
 		}
 		e.discard(context.WithoutCancel(ctx), cid)
-		return fail(fmt.Errorf("%w: start container: %v", ErrEngine, err))
+		return fail(e.engineErr("start container", err))
 	}
 	if att != nil {
 		e.feed(att, *s.Stdin)
@@ -387,7 +387,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 		return KillResult{Process: j.process(), AlreadyEnded: true, Message: msg}, nil
 	}
 	if err := e.eng.kill(ctx, containerRef(j), sig); err != nil {
-		return KillResult{}, fmt.Errorf("%w: kill: %v", ErrEngine, err)
+		return KillResult{}, e.engineErr("kill", err)
 	}
 	e.adopt(j)
 	e.poke(id)

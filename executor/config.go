@@ -56,11 +56,23 @@ type Config struct {
 	// LogCap is how many bytes of each stream of a background job are kept on
 	// disk; past it the job's output is counted, not kept.
 	LogCap int64
+	// Pull says whether an image the engine lacks is pulled (PullMissing) or the
+	// run fails naming it (PullNever). airlock's own images are built, never pulled.
+	Pull PullPolicy
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
 	Logger *slog.Logger
 }
+
+// PullPolicy is the operator's choice about images the engine lacks.
+type PullPolicy string
+
+// The pull policies.
+const (
+	PullNever   PullPolicy = "never"
+	PullMissing PullPolicy = "missing"
+)
 
 // DefaultConfig returns the defaults of SPEC §3.
 func DefaultConfig() Config {
@@ -91,6 +103,7 @@ func DefaultConfig() Config {
 		LogCap:               64 << 20,
 		MaxArgBytes:          1 << 20,
 		MaxStdin:             16 << 20,
+		Pull:                 PullMissing, // the library's and the CLI's; a server's default is never
 		Policy:               policy.Default(),
 		Logger:               slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
@@ -130,6 +143,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("config: MaxBackgroundTimeout must be positive")
 	case c.LogCap < 1<<10:
 		return fmt.Errorf("config: LogCap %s is below 1KiB", formatBytes(c.LogCap))
+	case c.Pull != PullNever && c.Pull != PullMissing:
+		return fmt.Errorf("config: Pull %q is not never or missing", c.Pull)
 	case c.Logger == nil:
 		return fmt.Errorf("config: Logger is nil")
 	}

@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,6 +74,7 @@ func (d *dockerEngine) inspectImage(ctx context.Context, ref string) (Image, boo
 	img := Image{Ref: ref, ID: in.ID, Size: in.Size, Created: parseEngineTime(in.Created)}
 	if in.Config != nil {
 		img.Recipe, img.RecipeDigest = in.Config.Labels[images.Label], in.Config.Labels[images.DigestLabel]
+		img.Volumes = slices.Sorted(maps.Keys(in.Config.Volumes))
 	}
 	return img, true, nil
 }
@@ -146,7 +150,7 @@ func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, err
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(p.Network),
 		ReadonlyRootfs: true,
-		Tmpfs:          map[string]string{"/tmp": tmpfsOpts, "/workspace": tmpfsOpts},
+		Tmpfs:          tmpfsMounts(p, tmpfsOpts),
 		ShmSize:        p.TmpfsSize,
 		Init:           &init,
 		Runtime:        p.Runtime,
@@ -166,13 +170,21 @@ func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, err
 		},
 	}
 	resp, err := d.c.ContainerCreate(ctx, cfg, host, nil, nil, p.Name)
-	if cerrdefs.IsNotFound(err) {
-		return "", fmt.Errorf("%w: %v", errNoImage, err)
-	}
 	if err != nil {
 		return "", err
 	}
 	return resp.ID, nil
+}
+
+// tmpfsMounts are the sandbox's writable places: /tmp, /workspace, and a tmpfs
+// over each path the image declares as a VOLUME, so that the engine creates no
+// anonymous volume (unbounded, on the host's disk) for any of them.
+func tmpfsMounts(p containerPlan, opts string) map[string]string {
+	m := map[string]string{"/tmp": opts, "/workspace": opts}
+	for _, v := range p.Volumes {
+		m[path.Clean(v)] = opts
+	}
+	return m
 }
 
 // tmpfsInodes bounds the files a sandbox tmpfs holds: one per page of its size

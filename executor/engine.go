@@ -80,6 +80,8 @@ type Image struct {
 	RecipeDigest string    `json:"recipe_digest,omitempty"`
 	Size         int64     `json:"size"`
 	Created      time.Time `json:"created"`
+	// Volumes are the paths the image declares as VOLUMEs.
+	Volumes []string `json:"volumes,omitempty"`
 }
 
 // containerPlan is one sandbox container, fully decided: every default applied,
@@ -95,6 +97,8 @@ type containerPlan struct {
 	NanoCPUs  int64
 	Pids      int64
 	TmpfsSize int64
+	// Volumes are the image's VOLUME paths: each gets a tmpfs like /tmp's.
+	Volumes   []string
 	Network   string
 	Runtime   string
 	OpenStdin bool
@@ -134,9 +138,6 @@ type usageSample struct {
 	IORead     uint64
 	IOWrite    uint64
 }
-
-// errNoImage is returned by create when the image is not in the engine.
-var errNoImage = errors.New("image not found")
 
 // errNoContainer is returned by inspect when the container does not exist.
 var errNoContainer = errors.New("no such container")

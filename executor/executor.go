@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func New(opts ...Option) (*Executor, error) {
 	info, err := e.eng.info(ctx)
 	if err != nil {
 		e.Close()
-		return nil, fmt.Errorf("%w: unreachable: %v", ErrEngine, err)
+		return nil, e.engineErr("unreachable", err)
 	}
 	e.info = info
 	if e.cfg.Ceilings.CPUs == 0 {
@@ -131,7 +132,7 @@ func (e *Executor) Close() error {
 // Ping asks the engine whether it answers.
 func (e *Executor) Ping(ctx context.Context) error {
 	if _, err := e.eng.info(ctx); err != nil {
-		return fmt.Errorf("%w: unreachable: %v", ErrEngine, err)
+		return e.engineErr("unreachable", err)
 	}
 	return nil
 }
@@ -160,7 +161,7 @@ func (e *Executor) checkRuntime(ctx context.Context, name string) error {
 	}
 	info, err := e.eng.info(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: unreachable: %v", ErrEngine, err)
+		return e.engineErr("unreachable", err)
 	}
 	e.mu.Lock()
 	e.info = info
@@ -171,27 +172,48 @@ func (e *Executor) checkRuntime(ctx context.Context, name string) error {
 	return nil
 }
 
-// ensureImage makes ref present: airlock's own images are built from their recipe,
-// others are pulled.
-func (e *Executor) ensureImage(ctx context.Context, ref string) error {
-	e.buildMu.Lock()
-	defer e.buildMu.Unlock()
-	_, found, err := e.eng.inspectImage(ctx, ref)
+// image returns the engine's image ref, first building it from its recipe
+// (airlock's own images) or, when the pull policy allows, pulling it, if the
+// engine lacks it.
+func (e *Executor) image(ctx context.Context, ref string) (Image, error) {
+	img, found, err := e.eng.inspectImage(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("%w: inspect image %q: %v", ErrEngine, ref, err)
+		return Image{}, e.engineErr(fmt.Sprintf("inspect image %q", ref), err)
 	}
 	if found {
-		return nil
+		return img, nil
+	}
+	e.buildMu.Lock()
+	defer e.buildMu.Unlock()
+	if img, found, err = e.eng.inspectImage(ctx, ref); err != nil || found { // built meanwhile?
+		if err != nil {
+			return Image{}, e.engineErr(fmt.Sprintf("inspect image %q", ref), err)
+		}
+		return img, nil
 	}
 	if r, ok := images.Lookup(ref); ok {
-		return e.build(ctx, r, io.Discard)
+		if err := e.build(ctx, r, io.Discard); err != nil {
+			return Image{}, err
+		}
+	} else {
+		if e.cfg.Pull != PullMissing {
+			return Image{}, fmt.Errorf("%w: image %q is not on the engine, and the pull policy is %q: "+
+				"load or build it on the engine, or have the operator allow pulls (--pull missing)", ErrEngine, ref, e.cfg.Pull)
+		}
+		pullCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		if err := e.eng.pullImage(pullCtx, ref); err != nil {
+			return Image{}, e.engineErr(fmt.Sprintf("image %q is not on the engine, and pulling it failed", ref), err)
+		}
 	}
-	pullCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := e.eng.pullImage(pullCtx, ref); err != nil {
-		return fmt.Errorf("%w: image %q is not in the engine and could not be pulled: %v", ErrEngine, ref, err)
+	img, found, err = e.eng.inspectImage(ctx, ref)
+	switch {
+	case err != nil:
+		return Image{}, e.engineErr(fmt.Sprintf("inspect image %q", ref), err)
+	case !found:
+		return Image{}, fmt.Errorf("%w: image %q is still not on the engine after it was made", ErrEngine, ref)
 	}
-	return nil
+	return img, nil
 }
 
 // BuildImages builds the named recipes (every recipe when none is named), offline
@@ -229,7 +251,7 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 	digest := fmt.Sprintf("sha256:%x", sha256.Sum256(bc))
 	old, found, err := e.eng.inspectImage(ctx, r.Ref)
 	if err != nil {
-		return fmt.Errorf("%w: inspect image %q: %v", ErrEngine, r.Ref, err)
+		return e.engineErr(fmt.Sprintf("inspect image %q", r.Ref), err)
 	}
 	if found && old.RecipeDigest == digest {
 		fmt.Fprintf(progress, "%s is up to date (recipe %.19s)\n", r.Ref, digest)
@@ -242,7 +264,7 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 	e.cfg.Logger.Info(why, "image", r.Ref, "recipe", digest[:19])
 	labels := map[string]string{images.Label: r.Name, images.DigestLabel: digest}
 	if err := e.eng.buildImage(ctx, r.Ref, bytes.NewReader(bc), labels, progress); err != nil {
-		return fmt.Errorf("%w: build image %q: %v", ErrEngine, r.Ref, err)
+		return e.engineErr(fmt.Sprintf("build image %q", r.Ref), err)
 	}
 	e.cfg.Logger.Info("image built", "image", r.Ref)
 	if found {
@@ -258,7 +280,7 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 func (e *Executor) Images(ctx context.Context) ([]Image, error) {
 	list, err := e.eng.listImages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: list images: %v", ErrEngine, err)
+		return nil, e.engineErr("list images", err)
 	}
 	return list, nil
 }
@@ -276,3 +298,22 @@ func (e *Executor) EngineVersion() (version, api string) {
 	defer e.mu.Unlock()
 	return e.info.Version, e.info.APIVer
 }
+
+// engineErr wraps err, a failure of the engine during op, as ErrEngine. The text
+// a caller reads has the host's addresses taken out (a failed pull names the
+// host's DNS resolver, a refused connection its peer); the whole text goes to
+// the log, for the operator.
+func (e *Executor) engineErr(op string, err error) error {
+	msg := err.Error()
+	if red := redactAddrs(msg); red != msg {
+		e.cfg.Logger.Warn("engine error", "op", op, "err", msg)
+		msg = red
+	}
+	return fmt.Errorf("%w: %s: %s", ErrEngine, op, msg)
+}
+
+// hostAddr matches an IPv4 address, or a bracketed IPv6 one, with any port.
+var hostAddr = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b|\[[0-9a-fA-F:.%]+\](:\d+)?`)
+
+// redactAddrs replaces the network addresses in s.
+func redactAddrs(s string) string { return hostAddr.ReplaceAllString(s, "<address>") }

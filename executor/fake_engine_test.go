@@ -32,11 +32,13 @@ type fakeEngine struct {
 	// blockCreate makes create wait for its ctx to end, then fail with ctx's error.
 	blockCreate bool
 
-	imageExistsResult bool
-	imageDigest       string // the recipe digest label of the image inspectImage finds
-	imageExistsErr    error
-	buildErr          error
-	pullErr           error
+	// imageMissing: the engine lacks the image until a build or pull makes it.
+	imageMissing bool
+	imageDigest  string   // the recipe digest label of the image inspectImage finds
+	imageVolumes []string // the paths the image declares as VOLUMEs
+	imageErr     error    // what inspectImage fails with
+	buildErr     error
+	pullErr      error
 
 	attachErr  error
 	startErr   error
@@ -174,7 +176,9 @@ func (f *fakeEngine) info(ctx context.Context) (engineInfo, error) {
 
 func (f *fakeEngine) inspectImage(ctx context.Context, ref string) (Image, bool, error) {
 	f.record("inspectImage", ref)
-	return Image{Ref: ref, ID: "sha256:fake", RecipeDigest: f.imageDigest}, f.imageExistsResult, f.imageExistsErr
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Image{Ref: ref, ID: "sha256:fake", RecipeDigest: f.imageDigest, Volumes: f.imageVolumes}, !f.imageMissing, f.imageErr
 }
 
 func (f *fakeEngine) removeImage(ctx context.Context, id string) error {
@@ -187,11 +191,22 @@ func (f *fakeEngine) buildImage(ctx context.Context, tag string, buildContext io
 	if _, err := io.Copy(io.Discard, buildContext); err != nil {
 		return fmt.Errorf("fake: read build context: %w", err)
 	}
+	f.made(f.buildErr)
 	return f.buildErr
+}
+
+// made marks the image present after a build or pull that did not fail.
+func (f *fakeEngine) made(err error) {
+	if err == nil {
+		f.mu.Lock()
+		f.imageMissing = false
+		f.mu.Unlock()
+	}
 }
 
 func (f *fakeEngine) pullImage(ctx context.Context, ref string) error {
 	f.record("pullImage", ref)
+	f.made(f.pullErr)
 	return f.pullErr
 }
 

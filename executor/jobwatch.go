@@ -489,7 +489,7 @@ func (w *watcher) finish(waitErr error) error {
 		}
 		var err error
 		if st, err = e.finalState(ctx, cid, w.j.Kill != nil); err != nil {
-			reason = fmt.Errorf("%w: inspect container: %v", ErrEngine, err)
+			reason = e.engineErr("inspect container", err)
 		} else if st.StartedAt.IsZero() {
 			reason = errors.New("the container never started: the airlock process that created it stopped first")
 		}

@@ -23,7 +23,7 @@ func (e *Executor) Reconcile(ctx context.Context) error {
 	// its record in the list read after.
 	ours, err := e.eng.list(ctx, LabelStore+"="+e.store.ID())
 	if err != nil {
-		return fmt.Errorf("%w: list containers: %v", ErrEngine, err)
+		return e.engineErr("list containers", err)
 	}
 	jobs, err := store.All[job](e.store)
 	if err != nil {
@@ -84,7 +84,7 @@ func (e *Executor) vanished(j *job) {
 func (e *Executor) removeAbandoned(ctx context.Context) error {
 	fg, err := e.eng.list(ctx, LabelManaged+"=true")
 	if err != nil {
-		return fmt.Errorf("%w: list containers: %v", ErrEngine, err)
+		return e.engineErr("list containers", err)
 	}
 	now := time.Now()
 	for _, c := range fg {

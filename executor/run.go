@@ -2,10 +2,10 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"slices"
 	"sync"
 	"syscall"
@@ -108,12 +108,12 @@ func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, err
 	// container and drains what it wrote.
 	bg := context.WithoutCancel(ctx)
 	if sb.att, err = e.eng.attach(bg, cid, s.Stdin != nil); err != nil {
-		return sb, fmt.Errorf("%w: attach: %v", ErrEngine, err)
+		return sb, e.engineErr("attach", err)
 	}
 	waitC := e.eng.wait(bg, cid, true)
 	if err := e.eng.start(ctx, cid); err != nil {
 		sb.att.close()
-		return sb, fmt.Errorf("%w: start container: %v", ErrEngine, err)
+		return sb, e.engineErr("start container", err)
 	}
 	go func() {
 		sb.waitErr = <-waitC
@@ -123,21 +123,27 @@ func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, err
 }
 
 // create creates the container of plan, building or pulling its image first when
-// the engine lacks it. On failure no container is left.
+// the engine lacks it (see image). The container is made from the image's id,
+// as inspected, and every path the image declares as a VOLUME gets a tmpfs of
+// the run's size: the engine would otherwise give each an unbounded volume on
+// the host's disk (docs/DESIGN.md, "Every writable place is bounded"). On
+// failure no container is left.
 func (e *Executor) create(ctx context.Context, plan containerPlan) (string, error) {
-	cid, err := e.eng.create(ctx, plan)
-	if errors.Is(err, errNoImage) {
-		if err = e.ensureImage(ctx, plan.Image); err == nil {
-			cid, err = e.eng.create(ctx, plan)
+	img, err := e.image(ctx, plan.Image)
+	if err != nil {
+		return "", err
+	}
+	for _, v := range img.Volumes {
+		if c := path.Clean(v); c == "/" || underSystemDir(c) {
+			return "", fmt.Errorf("%w: image %q declares the VOLUME %s, where a sandbox can have no writable mount", ErrEngine, plan.Image, v)
 		}
 	}
+	plan.Image, plan.Volumes = img.ID, img.Volumes
+	cid, err := e.eng.create(ctx, plan)
 	if err != nil {
 		// A create cut short by ctx may still have made the container: remove it by name.
 		e.discard(context.WithoutCancel(ctx), plan.Name)
-		if errors.Is(err, ErrEngine) {
-			return "", err
-		}
-		return "", fmt.Errorf("%w: create container: %v", ErrEngine, err)
+		return "", e.engineErr("create container", err)
 	}
 	return cid, nil
 }
@@ -265,11 +271,11 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	}
 
 	if sb.waitErr != nil {
-		return res.failed(fmt.Errorf("%w: wait for container: %v", ErrEngine, sb.waitErr))
+		return res.failed(e.engineErr("wait for container", sb.waitErr))
 	}
 	st, err := e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled)
 	if err != nil {
-		return res.failed(fmt.Errorf("%w: inspect container: %v", ErrEngine, err))
+		return res.failed(e.engineErr("inspect container", err))
 	}
 	res.ended(st, timedOut, cancelled)
 	if cancelled {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -82,8 +83,8 @@ func TestRunCreateFails(t *testing.T) {
 	if res.ContainerID != "" {
 		t.Errorf("container_id = %q after a failed create, want empty", res.ContainerID)
 	}
-	if got := f.methods(); !slices.Equal(got, []string{"create", "remove"}) {
-		t.Errorf("engine calls = %q, want [create remove]", got)
+	if got := f.methods(); !slices.Equal(got, []string{"inspectImage", "create", "remove"}) {
+		t.Errorf("engine calls = %q, want [inspectImage create remove]", got)
 	}
 }
 
@@ -108,64 +109,77 @@ func TestRunCreateCancelled(t *testing.T) {
 }
 
 func TestRunEnsuresImage(t *testing.T) {
-	noImage := fmt.Errorf("%w: No such image: x", errNoImage)
 	tests := []struct {
 		name      string
 		image     string
-		exists    bool
-		existsErr error
+		missing   bool
+		pull      PullPolicy
+		imageErr  error
 		buildErr  error
 		pullErr   error
-		wantCalls []string // the engine calls up to the second create, or up to remove on failure
+		wantCalls []string // the engine calls up to the create, or to the failure
 		wantFail  string   // "" when the run must succeed
 	}{
 		{
+			name:      "present image is only inspected",
+			wantCalls: []string{"inspectImage", "create", "attach"},
+		},
+		{
 			name:      "own image is built from its recipe",
-			wantCalls: []string{"create", "inspectImage", "inspectImage", "buildImage", "create", "attach"},
+			missing:   true,
+			wantCalls: []string{"inspectImage", "inspectImage", "inspectImage", "buildImage", "inspectImage", "create", "attach"},
 		},
 		{
 			name:      "own image with :latest is built too",
 			image:     "airlock/minimal:latest",
-			wantCalls: []string{"create", "inspectImage", "inspectImage", "buildImage", "create", "attach"},
+			missing:   true,
+			wantCalls: []string{"inspectImage", "inspectImage", "inspectImage", "buildImage", "inspectImage", "create", "attach"},
 		},
 		{
-			name:      "image appeared meanwhile",
-			exists:    true,
-			wantCalls: []string{"create", "inspectImage", "create", "attach"},
-		},
-		{
-			name:      "other image is pulled",
+			name:      "other image is pulled when the policy allows",
 			image:     "example.org/tools:1",
-			wantCalls: []string{"create", "inspectImage", "pullImage", "create", "attach"},
+			missing:   true,
+			pull:      PullMissing,
+			wantCalls: []string{"inspectImage", "inspectImage", "pullImage", "inspectImage", "create", "attach"},
 		},
 		{
-			name:      "pull fails",
+			name:      "other image is not pulled when it does not",
 			image:     "example.org/tools:1",
-			pullErr:   errFake,
-			wantCalls: []string{"create", "inspectImage", "pullImage", "remove"},
-			wantFail:  `image "example.org/tools:1" is not in the engine and could not be pulled`,
+			missing:   true,
+			pull:      PullNever,
+			wantCalls: []string{"inspectImage", "inspectImage"},
+			wantFail:  `image "example.org/tools:1" is not on the engine, and the pull policy is "never": load or build it on the engine, or have the operator allow pulls (--pull missing)`,
+		},
+		{
+			name:      "pull fails, without the host's addresses",
+			image:     "example.org/tools:1",
+			missing:   true,
+			pull:      PullMissing,
+			pullErr:   errors.New("Get \"https://example.org/v2/\": dial tcp: lookup example.org on 192.0.2.1:53: no such host"),
+			wantCalls: []string{"inspectImage", "inspectImage", "pullImage"},
+			wantFail:  `image "example.org/tools:1" is not on the engine, and pulling it failed: Get "https://example.org/v2/": dial tcp: lookup example.org on <address>: no such host`,
 		},
 		{
 			name:      "build fails",
+			missing:   true,
 			buildErr:  errFake,
-			wantCalls: []string{"create", "inspectImage", "inspectImage", "buildImage", "remove"},
+			wantCalls: []string{"inspectImage", "inspectImage", "inspectImage", "buildImage"},
 			wantFail:  `build image "airlock/minimal"`,
 		},
 		{
 			name:      "image inspect fails",
-			existsErr: errFake,
-			wantCalls: []string{"create", "inspectImage", "remove"},
+			imageErr:  errFake,
+			wantCalls: []string{"inspectImage"},
 			wantFail:  `inspect image "airlock/minimal"`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.createErrs = []error{noImage}
-			f.imageExistsResult, f.imageExistsErr = tt.exists, tt.existsErr
+			f.imageMissing, f.imageErr = tt.missing, tt.imageErr
 			f.buildErr, f.pullErr = tt.buildErr, tt.pullErr
 			f.stdout = "ok\n"
-			e := newFakeExecutor(t, f, nil)
+			e := newFakeExecutor(t, f, func(c *Config) { c.Pull = cmp.Or(tt.pull, PullNever) })
 
 			res, err := runWithin(t, t.Context(), e, Spec{Command: "true", Image: tt.image})
 			calls := f.methods()
@@ -174,32 +188,34 @@ func TestRunEnsuresImage(t *testing.T) {
 			}
 			if tt.wantFail != "" {
 				wantFailed(t, res, err, tt.wantFail)
-				wantRemoved(t, f, "airlock-"+res.ID)
+				if slices.Contains(calls, "create") {
+					t.Errorf("a container was created for a run without its image: %q", calls)
+				}
 				return
 			}
 			if err != nil || res.State != StateCompleted || res.Stdout != "ok\n" {
-				t.Fatalf("Run after the image was provided = (state %q, stdout %q, error %q), %v; want a completed run", res.State, res.Stdout, res.Error, err)
+				t.Fatalf("Run = (state %q, stdout %q, error %q), %v; want a completed run", res.State, res.Stdout, res.Error, err)
 			}
-			if got := f.args("create"); len(got) != 2 || got[0] != got[1] {
-				t.Errorf("create calls = %q, want the same container created twice", got)
+			if got := f.createdPlans(); len(got) != 1 || got[0].Image != "sha256:fake" {
+				t.Errorf("created %+v, want one container of the image's id, as inspected", got)
 			}
 			wantRemoved(t, f, fakeContainerID)
 		})
 	}
 }
 
-func TestRunEnsureImageBuildsTheRecipe(t *testing.T) {
+// TestRunCoversImageVolumes: every path an image declares as a VOLUME gets a
+// bounded tmpfs of the run's, so that the engine makes no volume of its own.
+func TestRunCoversImageVolumes(t *testing.T) {
 	f := newFakeEngine()
-	f.createErrs = []error{errNoImage}
+	f.imageVolumes = []string{"/data", "/var/lib/x", "/tmp"}
 	e := newFakeExecutor(t, f, nil)
-	if _, err := runWithin(t, t.Context(), e, Spec{Command: "true"}); err != nil {
-		t.Fatalf("Run: %v", err)
+	if _, err := runWithin(t, t.Context(), e, Spec{Command: "true", TmpfsSize: 8 << 20}); err != nil {
+		t.Fatal(err)
 	}
-	if got := f.args("buildImage"); !slices.Equal(got, []string{images.Minimal.Ref}) {
-		t.Errorf("buildImage tags = %q, want [%q]", got, images.Minimal.Ref)
-	}
-	if got := f.args("inspectImage"); !slices.Equal(got, []string{"airlock/minimal", "airlock/minimal"}) {
-		t.Errorf("inspectImage refs = %q, want [airlock/minimal airlock/minimal]", got)
+	plans := f.createdPlans()
+	if len(plans) != 1 || !slices.Equal(plans[0].Volumes, []string{"/data", "/var/lib/x", "/tmp"}) {
+		t.Fatalf("plans %+v", plans)
 	}
 }
 
@@ -215,13 +231,13 @@ func TestRunAttachOrStartFails(t *testing.T) {
 			name:      "attach fails",
 			attachErr: errFake,
 			wantMsg:   "attach",
-			wantCalls: []string{"create", "attach", "remove"},
+			wantCalls: []string{"inspectImage", "create", "attach", "remove"},
 		},
 		{
 			name:      "start fails",
 			startErr:  errFake,
 			wantMsg:   "start container",
-			wantCalls: []string{"create", "attach", "wait", "start", "close", "remove"},
+			wantCalls: []string{"inspectImage", "create", "attach", "wait", "start", "close", "remove"},
 		},
 	}
 	for _, tt := range tests {
@@ -660,7 +676,7 @@ func TestRunPlanLimits(t *testing.T) {
 	}
 	p := f.createdPlans()[0]
 	want := containerPlan{
-		Name: p.Name, Image: "alpine:3.20", Cmd: p.Cmd, Env: p.Env, Workdir: "/tmp", User: "1000:1000",
+		Name: p.Name, Image: "sha256:fake", Cmd: p.Cmd, Env: p.Env, Workdir: "/tmp", User: "1000:1000",
 		Memory: 256 << 20, NanoCPUs: 1_500_000_000, Pids: 64, TmpfsSize: 8 << 20, Network: "sandnet",
 		Runtime: "runc", OpenStdin: false, Labels: p.Labels,
 	}
@@ -674,9 +690,9 @@ func TestRunPlanLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = f.createdPlans()[0]
-	if p.Image != "airlock/minimal" || p.Workdir != "/workspace" || p.User != "65534:65534" || p.Memory != 512<<20 ||
+	if p.Image != "sha256:fake" || p.Workdir != "/workspace" || p.User != "65534:65534" || p.Memory != 512<<20 ||
 		p.NanoCPUs != 1e9 || p.Pids != 256 || p.TmpfsSize != 64<<20 || p.Network != "none" || p.Runtime != "runc" {
-		t.Errorf("plan for an empty spec = %+v, want the SPEC §3 defaults", p)
+		t.Errorf("plan for an empty spec = %+v, want the shipped defaults", p)
 	}
 }
 
@@ -830,7 +846,7 @@ func TestBuildImagesSkipsAnUpToDateImage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.imageExistsResult, f.imageDigest = tt.found, tt.digest
+			f.imageMissing, f.imageDigest = !tt.found, tt.digest
 			e := newFakeExecutor(t, f, nil)
 			if err := e.BuildImages(t.Context(), io.Discard); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -148,6 +149,11 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 	}
 	if !strings.HasPrefix(s.Workdir, "/") || strings.ContainsRune(s.Workdir, 0) {
 		return bad("workdir", "%q must be an absolute path", s.Workdir)
+	}
+	if underSystemDir(path.Clean(s.Workdir)) {
+		// The route of CVE-2024-21626 on an unpatched runc (a working directory
+		// through /proc/self/fd); no command needs one of these.
+		return bad("workdir", "%q is under /proc, /sys or /dev, which a sandbox may not work in", s.Workdir)
 	}
 
 	if s.User == "" {
@@ -325,6 +331,17 @@ func isRoot(user string) bool {
 			return true
 		}
 		if n, err := strconv.ParseUint(id, 10, 64); err == nil && n == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// underSystemDir reports whether the clean absolute path p is /proc, /sys or
+// /dev, or under one of them.
+func underSystemDir(p string) bool {
+	for _, d := range []string{"/proc", "/sys", "/dev"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
 			return true
 		}
 	}

@@ -448,6 +448,14 @@ ls /proc | grep -c '^[0-9]'; grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null
 			},
 		},
 		{
+			name: "image VOLUMEs filled",
+			do: func(t *testing.T, r *rowRun) {
+				res := r.run(t, ex, executor.Spec{Image: volumeImage(t), Command: volumeFill, TmpfsSize: 8 << 20, Timeout: 60})
+				assertState(t, res, executor.StateCompleted, 1)
+				assertVolumesBounded(t, res.Stdout, res.Stderr)
+			},
+		},
+		{
 			name: "persistence between runs",
 			do: func(t *testing.T, r *rowRun) {
 				first := r.run(t, ex, executor.Spec{Command: `for d in /tmp /workspace /dev/shm $HOME; do echo x > $d/$MARKER || exit 1; done`, Timeout: 30})

@@ -27,6 +27,10 @@ var unchecked *executor.Executor
 // docker is a plain engine client, for checks made from outside airlock.
 var docker *client.Client
 
+// afterAll are cleanups of what tests share (an image built once), run when
+// every test has ended.
+var afterAll []func()
+
 func TestMain(m *testing.M) {
 	// Background jobs of the suite, and of the CLI it runs, live in a data dir of
 	// their own, not the user's.
@@ -52,6 +56,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, f := range afterAll {
+		f()
+	}
 	if left := managedContainers(context.Background(), ""); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: %d airlock container(s) left on the engine: %s\n", len(left), strings.Join(left, ", "))
 		for _, id := range left {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -398,9 +399,39 @@ func TestEngineFailuresAreFailedResults(t *testing.T) {
 			if !strings.Contains(res.Error, tc.mention) {
 				t.Errorf("error %q does not name %q", res.Error, tc.mention)
 			}
+			// The host's internals (its DNS resolver's address, say) stay in the log.
+			if addr := regexp.MustCompile(`\d+\.\d+\.\d+\.\d+`).FindString(res.Error); addr != "" {
+				t.Errorf("error %q shows the address %s", res.Error, addr)
+			}
 			assertGone(t, res)
 		})
 	}
+}
+
+// TestMissingImageWithPullNever: with the server's pull policy (never), an
+// image the engine lacks fails the run at once, naming the image and what the
+// operator can do; nothing is pulled and no container is made.
+func TestMissingImageWithPullNever(t *testing.T) {
+	t.Parallel()
+	cfg := ex.Config()
+	cfg.Pull = executor.PullNever
+	e, err := executor.New(executor.WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	res, err := e.Run(t.Context(), executor.Spec{Command: "true", Image: "python:3.12-slim"})
+	if !errors.Is(err, executor.ErrEngine) {
+		t.Errorf("err = %v, want ErrEngine", err)
+	}
+	assertState(t, res, executor.StateFailed, 125)
+	if !strings.Contains(res.Error, `image "python:3.12-slim" is not on the engine`) || !strings.Contains(res.Error, "--pull missing") {
+		t.Errorf("error %q", res.Error)
+	}
+	if res.ContainerID != "" {
+		t.Errorf("a container was made: %s", res.ContainerID)
+	}
+	assertGone(t, res)
 }
 
 // absentRuntime is a runtime name no engine offers.

@@ -39,6 +39,9 @@ type Config struct {
 	AuditLog string `json:"audit_log"`
 	// DefaultImage runs when a request names none.
 	DefaultImage string `json:"default_image"`
+	// Pull is "never" (the default: an image the engine lacks fails the run,
+	// naming it) or "missing" (it is pulled). Pulling is the operator's decision.
+	Pull executor.PullPolicy `json:"pull"`
 	// Ceilings bound every request, whatever the tenant.
 	Ceilings Ceilings `json:"ceilings"`
 	// Networks and Runtimes a request may ask for; AllowRoot lets it ask for uid 0.
@@ -94,6 +97,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:       "127.0.0.1:8080",
 		DefaultImage: ec.DefaultImage,
+		Pull:         executor.PullNever,
 		Ceilings: Ceilings{
 			Memory:  ec.Ceilings.Memory,
 			Pids:    ec.Ceilings.Pids,
@@ -134,6 +138,10 @@ var settings = []setting{
 		return err
 	}},
 	{"default-image", "image of requests that name none", func(c *Config, v string) error { c.DefaultImage = v; return nil }},
+	{"pull", "images the engine lacks: never (fail, naming the image) or missing (pull them)", func(c *Config, v string) error {
+		c.Pull = executor.PullPolicy(v)
+		return nil
+	}},
 	{"max-memory", "memory ceiling, e.g. 8g", func(c *Config, v string) error { return parseBytes(v, &c.Ceilings.Memory) }},
 	{"max-cpus", "CPU ceiling in cores (default: the engine's CPUs)", func(c *Config, v string) error {
 		return parseFloat(v, &c.Ceilings.CPUs)
@@ -317,6 +325,10 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 		ec.DefaultRuntime = ec.Runtimes[0]
 	}
 	ec.AllowRoot = c.AllowRoot
+	if c.Pull != executor.PullNever && c.Pull != executor.PullMissing {
+		return ec, fmt.Errorf("pull: %q is not never or missing", c.Pull)
+	}
+	ec.Pull = c.Pull
 	p, err := policy.New(c.Policy)
 	if err != nil {
 		return ec, fmt.Errorf("policy.%w", err)

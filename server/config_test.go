@@ -53,7 +53,7 @@ func TestLoadPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ec.DefaultRuntime != "runc" || strings.Join(ec.Networks, ",") != "none,bridge" || ec.Policy.Mode() != "strict" ||
-		ec.Defaults.Pids != 256 || ec.Defaults.Timeout.Seconds() != 60 {
+		ec.Defaults.Pids != 256 || ec.Defaults.Timeout.Seconds() != 60 || ec.Pull != executor.PullNever {
 		t.Errorf("executor config %+v", ec)
 	}
 	if r := cfg.Redacted(); strings.Contains(r.Tokens[0].Token, "env-token") || cfg.Tokens[0].Token != "env-token" {
@@ -81,6 +81,7 @@ func TestLoadRefusesBadSettings(t *testing.T) {
 		{nil, map[string]string{"AIRLOCK_CONFIG": filepath.Join(dir, "missing.json")}, "config file"},
 		{nil, map[string]string{"AIRLOCK_MAX_PIDS": "1"}, "ceilings.pids"},
 		{[]string{"extra"}, nil, "unexpected argument"},
+		{nil, map[string]string{"AIRLOCK_PULL": "always"}, "pull"},
 	}
 	for _, c := range cases {
 		_, _, err := Load("serve", c.args, func(k string) string { return c.env[k] }, io.Discard)
@@ -127,3 +128,13 @@ type discardWriter struct{}
 func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
+
+func TestLoadPull(t *testing.T) {
+	cfg, _, err := Load("serve", []string{"--pull", "missing"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ec, err := cfg.ExecutorConfig(); err != nil || ec.Pull != executor.PullMissing {
+		t.Fatalf("--pull missing: %v, %v", ec.Pull, err)
+	}
+}
