@@ -150,14 +150,17 @@ func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, err
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(p.Network),
 		ReadonlyRootfs: true,
-		Tmpfs:          tmpfsMounts(p, tmpfsOpts),
-		ShmSize:        p.TmpfsSize,
-		Init:           &init,
-		Runtime:        p.Runtime,
-		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + seccompProfile()},
-		MaskedPaths:    maskedPaths,
-		LogConfig:      logConfig(p.LogCap),
+		// A private cgroup namespace: /proc/self/cgroup no longer names the
+		// container (its id is the key to its host paths); API 1.41 and later.
+		CgroupnsMode: container.CgroupnsModePrivate,
+		Tmpfs:        tmpfsMounts(p, tmpfsOpts),
+		ShmSize:      p.TmpfsSize,
+		Init:         &init,
+		Runtime:      p.Runtime,
+		CapDrop:      []string{"ALL"},
+		SecurityOpt:  []string{"no-new-privileges", "seccomp=" + seccompProfile()},
+		MaskedPaths:  maskedPaths,
+		LogConfig:    logConfig(p.LogCap),
 		Resources: container.Resources{
 			Memory:     p.Memory,
 			MemorySwap: p.Memory, // swap = memory: no swap at all

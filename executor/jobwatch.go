@@ -521,5 +521,10 @@ func (j *job) end(st containerState) {
 	r := Result{StartedAt: j.StartedAt}
 	r.ended(st, ordered && j.Kill.Timeout, ordered && !j.Kill.Timeout)
 	j.State, j.ExitCode, j.Signal, j.TimedOut, j.OOMKilled = r.State, r.ExitCode, r.Signal, r.TimedOut, r.OOMKilled
-	j.StartedAt, j.FinishedAt = r.StartedAt, r.FinishedAt
+	// started_at was answered while the job ran: it stays as it was said. The
+	// finish is the engine's, never before the start.
+	j.FinishedAt = r.FinishedAt
+	if j.FinishedAt.Before(j.StartedAt) {
+		j.FinishedAt = j.StartedAt
+	}
 }

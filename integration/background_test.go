@@ -256,8 +256,13 @@ func TestBackgroundGetMonitorsARunningJob(t *testing.T) {
 		t.Errorf("resource usage of a job spinning for 2.5 s: %+v", r.ResourceUsage)
 	}
 	ex.Kill(t.Context(), p.ID, "SIGKILL", 0)
+	started := r.StartedAt
 	r = waitJob(t, ex, p.ID)
 	assertState(t, r, executor.StateKilled, 137)
+	// What the monitor said of the start stays true once the job has ended.
+	if !r.StartedAt.Equal(started) || !r.StartedAt.Equal(p.StartedAt) {
+		t.Errorf("started_at %s after the end, %s while running, %s at start", r.StartedAt, started, p.StartedAt)
+	}
 }
 
 func TestBackgroundList(t *testing.T) {

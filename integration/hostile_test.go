@@ -627,6 +627,17 @@ ls /proc | grep -c '^[0-9]'; grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null
 			},
 		},
 		{
+			name: "own container id",
+			spec: executor.Spec{Command: `cat /proc/self/cgroup /proc/1/cgroup; grep -h cgroup /proc/self/mountinfo; true`},
+			check: func(t *testing.T, rt string, res executor.Result) {
+				assertState(t, res, executor.StateCompleted, 0)
+				// A private cgroup namespace: the sandbox sees its cgroup as the root.
+				if strings.Contains(res.Stdout, res.ContainerID) {
+					t.Errorf("the sandbox can read its container id:\n%s", res.Stdout)
+				}
+			},
+		},
+		{
 			name: "Docker socket",
 			spec: executor.Spec{Command: `for s in /var/run/docker.sock /run/docker.sock /run/containerd/containerd.sock; do test -e $s && echo "found $s"; done; true`},
 			check: func(t *testing.T, rt string, res executor.Result) {
