@@ -3,23 +3,33 @@ package api
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	units "github.com/docker/go-units"
 )
 
 // ParseSize reads a size as people write it for the CLI's flags and the
-// server's configuration: a number of bytes, or one with docker's binary units
-// (64k, 512m, 1g, 1.5g). It refuses negative sizes.
+// server's configuration: a number of bytes, or one with a binary unit, as
+// docker writes them (64k, 512m, 1g, 1.5g, 2GiB, 8mb). It refuses negative sizes.
 func ParseSize(s string) (int64, error) {
-	n, err := units.RAMInBytes(strings.TrimSpace(s))
-	if err != nil || n < 0 {
+	m := sizePattern.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
 		return 0, fmt.Errorf("%q is not a size (e.g. 65536, 512m, 1g)", s)
 	}
-	return n, nil
+	n, err := strconv.ParseFloat(m[1], 64)
+	shift := 0
+	if m[2] != "" {
+		shift = strings.Index("kmgtp", strings.ToLower(m[2])) + 1
+	}
+	size := n * float64(uint64(1)<<(10*shift))
+	if err != nil || size > math.MaxInt64 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 65536, 512m, 1g)", s)
+	}
+	return int64(size), nil
 }
+
+var sizePattern = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*(?i:([kmgtp])?(?:i?b)?)$`)
 
 // ParseDuration reads a duration as people write it for the CLI's flags and
 // the server's configuration: seconds ("30", "1.5") or a Go duration ("30s",

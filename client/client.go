@@ -2,10 +2,10 @@
 // methods mirror the executor's and use its types, so a program moves from the
 // library to a server by changing what it calls; `airlock --server` uses it.
 //
-// Errors the server answers are *server.Error, with the HTTP status, and match
-// the executor's sentinels with errors.Is: executor.ErrInvalidSpec (400, Field
-// names the field), executor.ErrNotFound (404, also for other tenants' ids),
-// executor.ErrRunning and executor.ErrEngine.
+// Errors the server answers are *api.Error, with the HTTP status, and match
+// the executor's sentinels with errors.Is: api.ErrInvalidSpec (400, Field
+// names the field), api.ErrNotFound (404, also for other tenants' ids),
+// api.ErrRunning and api.ErrEngine.
 package client
 
 import (
@@ -24,9 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-sandbox/airlock/executor"
-	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/server"
+	"github.com/airlock-sandbox/airlock/api"
 )
 
 // Client talks to one airlock server as one tenant.
@@ -47,13 +45,13 @@ func New(serverURL, token string) (*Client, error) {
 	return &Client{base: u, token: token, http: &http.Client{}}, nil
 }
 
-// Run runs spec in the foreground and returns its Result, as executor.Run does.
+// Run runs spec in the foreground and returns its Result, as api.Run does.
 // When stdout or stderr is set, the output is copied to them as the command
 // writes it (the server streams it as events); either may be nil.
-func (c *Client) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.Writer) (executor.Result, error) {
-	var res executor.Result
+func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Writer) (api.Result, error) {
+	var res api.Result
 	if spec.Background {
-		return res, &server.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "background",
+		return res, &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "background",
 			Message: "background: Run runs in the foreground; Start starts a background job"}
 	}
 	if stdout == nil && stderr == nil {
@@ -72,7 +70,7 @@ func (c *Client) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.
 	err = readEvents(resp.Body, func(event string, data []byte) error {
 		switch event {
 		case "stdout", "stderr":
-			var chunk executor.LogChunk // base64 data decodes into its []byte
+			var chunk api.LogChunk // base64 data decodes into its []byte
 			if err := json.Unmarshal(data, &chunk); err != nil {
 				return fmt.Errorf("%s event: %w", event, err)
 			}
@@ -97,23 +95,23 @@ func (c *Client) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.
 	return res, err
 }
 
-// Start starts spec as a background job, as executor.Start does.
-func (c *Client) Start(ctx context.Context, spec executor.Spec) (executor.Process, error) {
+// Start starts spec as a background job, as api.Start does.
+func (c *Client) Start(ctx context.Context, spec api.Spec) (api.Process, error) {
 	spec.Background = true
-	var p executor.Process
+	var p api.Process
 	err := c.call(ctx, "POST", "/v1/processes", nil, spec, &p)
 	return p, err
 }
 
 // Get reports a background job.
-func (c *Client) Get(ctx context.Context, id string) (executor.Result, error) {
-	var r executor.Result
+func (c *Client) Get(ctx context.Context, id string) (api.Result, error) {
+	var r api.Result
 	err := c.call(ctx, "GET", "/v1/processes/"+url.PathEscape(id), nil, nil, &r)
 	return r, err
 }
 
 // List lists the tenant's background jobs, most recent first.
-func (c *Client) List(ctx context.Context, opts executor.ListOptions) (executor.ProcessList, error) {
+func (c *Client) List(ctx context.Context, opts api.ListOptions) (api.ProcessList, error) {
 	q := url.Values{}
 	if opts.State != "" {
 		q.Set("state", string(opts.State))
@@ -124,7 +122,7 @@ func (c *Client) List(ctx context.Context, opts executor.ListOptions) (executor.
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	var l executor.ProcessList
+	var l api.ProcessList
 	err := c.call(ctx, "GET", "/v1/processes", q, nil, &l)
 	return l, err
 }
@@ -132,7 +130,7 @@ func (c *Client) List(ctx context.Context, opts executor.ListOptions) (executor.
 // Logs returns a page of a job's output, exact bytes; with opts.Follow, it
 // delivers every byte from opts.Offset as the job writes it, until the job has
 // ended, and returns the job's final state and byte counts.
-func (c *Client) Logs(ctx context.Context, id string, opts executor.LogsOptions) (executor.Logs, error) {
+func (c *Client) Logs(ctx context.Context, id string, opts api.LogsOptions) (api.Logs, error) {
 	q := url.Values{"encoding": {"base64"}}
 	if opts.Stream != "" {
 		q.Set("stream", opts.Stream)
@@ -141,7 +139,7 @@ func (c *Client) Logs(ctx context.Context, id string, opts executor.LogsOptions)
 		q.Set("offset", strconv.FormatInt(opts.Offset, 10))
 	}
 	path := "/v1/processes/" + url.PathEscape(id) + "/logs"
-	var l executor.Logs // base64 strings decode into its []byte fields
+	var l api.Logs // base64 strings decode into its []byte fields
 	if opts.Follow == nil {
 		if opts.Limit != 0 {
 			q.Set("limit", strconv.FormatInt(opts.Limit, 10))
@@ -159,7 +157,7 @@ func (c *Client) Logs(ctx context.Context, id string, opts executor.LogsOptions)
 	err = readEvents(resp.Body, func(event string, data []byte) error {
 		switch event {
 		case "stdout", "stderr":
-			chunk := executor.LogChunk{Stream: event}
+			chunk := api.LogChunk{Stream: event}
 			if err := json.Unmarshal(data, &chunk); err != nil {
 				return fmt.Errorf("%s event: %w", event, err)
 			}
@@ -182,11 +180,11 @@ func (c *Client) Logs(ctx context.Context, id string, opts executor.LogsOptions)
 
 // Kill sends signal (default SIGTERM) to the job and, unless forceAfter is 0,
 // SIGKILL after forceAfter if it still runs.
-func (c *Client) Kill(ctx context.Context, id, signal string, forceAfter time.Duration) (executor.KillResult, error) {
+func (c *Client) Kill(ctx context.Context, id, signal string, forceAfter time.Duration) (api.KillResult, error) {
 	force := forceAfter.Seconds()
-	var k executor.KillResult
+	var k api.KillResult
 	err := c.call(ctx, "POST", "/v1/processes/"+url.PathEscape(id)+"/kill", nil,
-		server.KillRequest{Signal: signal, ForceAfter: &force}, &k)
+		api.KillRequest{Signal: signal, ForceAfter: &force}, &k)
 	return k, err
 }
 
@@ -195,8 +193,8 @@ const waitPoll = time.Minute
 
 // Wait blocks until the job has ended and returns its Result. When ctx ends
 // first, it returns the job as last seen (state running) with ctx's error.
-func (c *Client) Wait(ctx context.Context, id string) (executor.Result, error) {
-	r := executor.Result{ID: id, State: executor.StateRunning}
+func (c *Client) Wait(ctx context.Context, id string) (api.Result, error) {
+	r := api.Result{ID: id, State: api.StateRunning}
 	for {
 		poll := waitPoll
 		if deadline, ok := ctx.Deadline(); ok {
@@ -206,14 +204,14 @@ func (c *Client) Wait(ctx context.Context, id string) (executor.Result, error) {
 			return r, cmp.Or(err, context.DeadlineExceeded)
 		}
 		err := c.call(ctx, "POST", "/v1/processes/"+url.PathEscape(id)+"/wait", nil,
-			server.WaitRequest{Timeout: executor.Seconds(poll.Seconds())}, &r)
+			api.WaitRequest{Timeout: api.Seconds(poll.Seconds())}, &r)
 		if err != nil {
 			if ctx.Err() != nil {
-				return executor.Result{ID: id, State: executor.StateRunning}, ctx.Err()
+				return api.Result{ID: id, State: api.StateRunning}, ctx.Err()
 			}
 			return r, err
 		}
-		if r.State != executor.StateRunning {
+		if r.State != api.StateRunning {
 			return r, nil
 		}
 	}
@@ -226,9 +224,9 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 
 // Check judges a shell command (or, with argv, a program and its arguments)
 // with the tenant's policy on the server; it runs nothing.
-func (c *Client) Check(ctx context.Context, command string, argv []string) (policy.Decision, error) {
-	var d policy.Decision
-	err := c.call(ctx, "POST", "/v1/check", nil, server.CheckRequest{Command: command, Argv: argv}, &d)
+func (c *Client) Check(ctx context.Context, command string, argv []string) (api.CheckResult, error) {
+	var d api.CheckResult
+	err := c.call(ctx, "POST", "/v1/check", nil, api.CheckRequest{Command: command, Argv: argv}, &d)
 	return d, err
 }
 
@@ -249,7 +247,7 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 }
 
 // send sends a request and returns the response when its status is a success;
-// otherwise the server's error as a *server.Error.
+// otherwise the server's error as a *api.Error.
 func (c *Client) send(ctx context.Context, method, path string, q url.Values, body any, accept string) (*http.Response, error) {
 	u := *c.base
 	u.Path += path
@@ -282,9 +280,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var e struct{ Error *server.Error }
+	var e struct{ Error *api.Error }
 	if json.Unmarshal(data, &e) != nil || e.Error == nil {
-		return nil, &server.Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode),
+		return nil, &api.Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode),
 			Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))}
 	}
 	e.Error.Status = resp.StatusCode
@@ -298,7 +296,7 @@ func isEventStream(resp *http.Response) bool {
 
 // errorEvent is the error an "error" event carries.
 func errorEvent(data []byte) error {
-	var e struct{ Error *server.Error }
+	var e struct{ Error *api.Error }
 	if err := json.Unmarshal(data, &e); err != nil || e.Error == nil {
 		return fmt.Errorf("the server failed mid-stream: %s", data)
 	}

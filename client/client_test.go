@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-sandbox/airlock/executor"
-	"github.com/airlock-sandbox/airlock/server"
+	"github.com/airlock-sandbox/airlock/api"
 )
 
 // The client against the real server is tested in integration/ (the CLI's
@@ -34,10 +33,10 @@ func TestErrorsMatchTheExecutors(t *testing.T) {
 		want   error
 		field  string
 	}{
-		{404, `{"error":{"code":"not_found","message":"process \"x\": no such process"}}`, executor.ErrNotFound, ""},
-		{400, `{"error":{"code":"invalid_request","message":"memory: too big","field":"memory"}}`, executor.ErrInvalidSpec, "memory"},
-		{503, `{"error":{"code":"engine_unavailable","message":"engine down"}}`, executor.ErrEngine, ""},
-		{409, `{"error":{"code":"running","message":"still running"}}`, executor.ErrRunning, ""},
+		{404, `{"error":{"code":"not_found","message":"process \"x\": no such process"}}`, api.ErrNotFound, ""},
+		{400, `{"error":{"code":"invalid_request","message":"memory: too big","field":"memory"}}`, api.ErrInvalidSpec, "memory"},
+		{503, `{"error":{"code":"engine_unavailable","message":"engine down"}}`, api.ErrEngine, ""},
+		{409, `{"error":{"code":"running","message":"still running"}}`, api.ErrRunning, ""},
 		{502, `<html>bad gateway</html>`, nil, ""}, // a proxy's page: the status and body are kept
 	} {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +49,7 @@ func TestErrorsMatchTheExecutors(t *testing.T) {
 		}
 		_, err = c.Get(t.Context(), "x")
 		ts.Close()
-		var e *server.Error
+		var e *api.Error
 		if !errors.As(err, &e) || e.Status != tc.status || e.Field != tc.field {
 			t.Errorf("%d: err %#v", tc.status, err)
 			continue

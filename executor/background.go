@@ -35,43 +35,6 @@ const (
 	LabelDeadline = labelPrefix + "deadline"
 )
 
-// ErrNotFound is returned for a process id airlock has no record of.
-var ErrNotFound = errors.New("no such process")
-
-// ErrRunning is returned by Remove for a job that has not ended.
-var ErrRunning = errors.New("process is still running")
-
-// DefaultForceAfter is how long Kill waits after its signal before SIGKILL, when
-// the caller has no preference.
-const DefaultForceAfter = 10 * time.Second
-
-// Process is a background job as Start, List and Kill report it.
-type Process struct {
-	ID         string            `json:"id"`
-	State      State             `json:"state"`
-	Command    string            `json:"command,omitempty"`
-	Argv       []string          `json:"argv,omitempty"`
-	Image      string            `json:"image"`
-	Runtime    string            `json:"runtime"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Tenant     string            `json:"tenant,omitempty"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt *time.Time        `json:"finished_at,omitempty"`
-	// DurationMS is the runtime so far while the job runs.
-	DurationMS int64 `json:"duration_ms"`
-	// ExitCode is set once the job has ended.
-	ExitCode    *int   `json:"exit_code,omitempty"`
-	Signal      string `json:"signal,omitempty"`
-	TimedOut    bool   `json:"timed_out"`
-	OOMKilled   bool   `json:"oom_killed"`
-	Blocked     bool   `json:"blocked"`
-	BlockRule   string `json:"block_rule,omitempty"`
-	BlockReason string `json:"block_reason,omitempty"`
-	Error       string `json:"error,omitempty"`
-	StdoutBytes int64  `json:"stdout_bytes"`
-	StderrBytes int64  `json:"stderr_bytes"`
-}
-
 // job is the stored record of a background job.
 type job struct {
 	ID          string            `json:"id"`
@@ -342,16 +305,6 @@ func (e *Executor) awaitRelease(ctx context.Context, id string) {
 	}
 }
 
-// KillResult answers a Kill.
-type KillResult struct {
-	Process Process `json:"process"`
-	// Signal is the signal sent; empty when the job had already ended.
-	Signal string `json:"signal,omitempty"`
-	// AlreadyEnded is true when there was nothing to kill.
-	AlreadyEnded bool   `json:"already_ended"`
-	Message      string `json:"message"`
-}
-
 // Kill sends signal (default SIGTERM) to every process in the job's container and,
 // unless forceAfter is 0, SIGKILL after forceAfter if the job is still running.
 // It returns at once; Wait tells when the job has ended. Killing a job that has
@@ -396,25 +349,6 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 		msg += fmt.Sprintf("; SIGKILL follows in %s if it is still running", forceAfter)
 	}
 	return KillResult{Process: j.process(), Signal: sig, Message: msg}, nil
-}
-
-// ListOptions filter and bound List.
-type ListOptions struct {
-	// State keeps the jobs in that state; empty keeps all.
-	State State
-	// Labels keeps the jobs carrying every one of these labels.
-	Labels map[string]string
-	// Limit is the most jobs returned: 0 means 50; at most 1000.
-	Limit int
-	// Tenant, when set, keeps only that tenant's jobs.
-	Tenant string
-}
-
-// ProcessList is a page of jobs, most recent first.
-type ProcessList struct {
-	Processes []Process `json:"processes"`
-	// Total counts the jobs that match, before the limit.
-	Total int `json:"total"`
 }
 
 // List returns the jobs that match opts, most recently started first.

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -25,10 +24,6 @@ const (
 	LabelManaged = labelPrefix + "managed" // always "true"
 	LabelID      = labelPrefix + "id"      // the run's airlock id
 )
-
-// ErrEngine wraps every failure of the container engine (unreachable, refused a
-// request, missing image or runtime): the run could not happen as asked.
-var ErrEngine = errors.New("engine")
 
 // Executor runs Specs in sandbox containers. It is safe for concurrent use.
 type Executor struct {

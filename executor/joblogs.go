@@ -10,45 +10,6 @@ import (
 	"time"
 )
 
-// LogsOptions choose what Logs returns.
-type LogsOptions struct {
-	// Stream is "stdout", "stderr" or "both" (the default).
-	Stream string
-	// Offset is the first byte of each chosen stream to return.
-	Offset int64
-	// Limit is the most bytes returned per stream: 0 means 1 MiB, at most 64 MiB.
-	// Follow ignores it.
-	Limit int64
-	// Follow, when set, receives every byte from Offset on as the job writes it,
-	// until the job has ended and its last byte is delivered (or ctx ends).
-	Follow func(LogChunk) error
-}
-
-// LogChunk is a piece of one stream delivered by a follow.
-type LogChunk struct {
-	Stream string `json:"stream"`
-	Offset int64  `json:"offset"`
-	Data   []byte `json:"data"`
-}
-
-// Logs is a page of a job's output. Sizes count the bytes kept on disk; Bytes
-// count every byte the job wrote, kept or not.
-type Logs struct {
-	ID          string `json:"id"`
-	State       State  `json:"state"`
-	Stdout      []byte `json:"stdout,omitempty"`
-	Stderr      []byte `json:"stderr,omitempty"`
-	StdoutSize  int64  `json:"stdout_size"`
-	StderrSize  int64  `json:"stderr_size"`
-	StdoutBytes int64  `json:"stdout_bytes"`
-	StderrBytes int64  `json:"stderr_bytes"`
-	// Truncated is true when a stream wrote more than the per-job cap keeps.
-	Truncated bool `json:"truncated"`
-	// NextOffset is where the next page of each stream starts.
-	StdoutNext int64 `json:"stdout_next"`
-	StderrNext int64 `json:"stderr_next"`
-}
-
 const (
 	defaultLogsLimit = 1 << 20
 	maxLogsLimit     = 64 << 20

@@ -519,7 +519,7 @@ func (j *job) end(st containerState) {
 	// A kill order explains the end only when it came before it.
 	ordered := j.Kill != nil && !j.Kill.At.After(st.FinishedAt)
 	r := Result{StartedAt: j.StartedAt}
-	r.ended(st, ordered && j.Kill.Timeout, ordered && !j.Kill.Timeout)
+	endResult(&r, st, ordered && j.Kill.Timeout, ordered && !j.Kill.Timeout)
 	j.State, j.ExitCode, j.Signal, j.TimedOut, j.OOMKilled = r.State, r.ExitCode, r.Signal, r.TimedOut, r.OOMKilled
 	// started_at was answered while the job ran: it stays as it was said. The
 	// finish is the engine's, never before the start.

@@ -63,10 +63,10 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	}
 	res := Result{ID: a.id, Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: a.caller.Tenant, StartedAt: time.Now().UTC()}
 	if !a.decision.Allowed {
-		return res.blocked(a.decision), nil
+		return blockedResult(res, a.decision), nil
 	}
 	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
-		return res.failed(err)
+		return failedResult(res, err)
 	}
 
 	sb, err := e.launch(ctx, res.ID, s)
@@ -80,7 +80,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		if ctx.Err() != nil { // cut short by the caller, not the engine
 			err = fmt.Errorf("cancelled before the command started: %w: %w", context.Cause(ctx), err)
 		}
-		return res.failed(err)
+		return failedResult(res, err)
 	}
 	return e.supervise(ctx, sb, s, res, o)
 }
@@ -267,17 +267,17 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	select {
 	case <-sb.exited:
 	default: // terminate gave up: the engine did not stop the container
-		return res.failed(fmt.Errorf("%w: container %s did not stop within %s of SIGKILL", ErrEngine, sb.containerID, killWait))
+		return failedResult(res, fmt.Errorf("%w: container %s did not stop within %s of SIGKILL", ErrEngine, sb.containerID, killWait))
 	}
 
 	if sb.waitErr != nil {
-		return res.failed(e.engineErr("wait for container", sb.waitErr))
+		return failedResult(res, e.engineErr("wait for container", sb.waitErr))
 	}
 	st, err := e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled)
 	if err != nil {
-		return res.failed(e.engineErr("inspect container", err))
+		return failedResult(res, e.engineErr("inspect container", err))
 	}
-	res.ended(st, timedOut, cancelled)
+	endResult(&res, st, timedOut, cancelled)
 	if cancelled {
 		return res, fmt.Errorf("run %s: %w", res.ID, context.Cause(ctx))
 	}
@@ -325,7 +325,7 @@ func (e *Executor) discard(ctx context.Context, container string) {
 }
 
 // ended fills the outcome from the engine's final record of the container.
-func (r *Result) ended(st containerState, timedOut, cancelled bool) {
+func endResult(r *Result, st containerState, timedOut, cancelled bool) {
 	r.ExitCode = st.ExitCode
 	r.OOMKilled = st.OOMKilled
 	if st.ExitCode > 128 && st.ExitCode <= 128+64 {
@@ -387,7 +387,7 @@ func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock b
 }
 
 // blocked is the Result of a command the policy refused: nothing ran.
-func (r Result) blocked(d policy.Decision) Result {
+func blockedResult(r Result, d policy.Decision) Result {
 	r.State, r.Blocked, r.ExitCode = StateBlocked, true, ExitBlocked
 	r.BlockRule, r.BlockReason = d.Rule, d.Reason
 	if d.Match != "" {
@@ -398,7 +398,7 @@ func (r Result) blocked(d policy.Decision) Result {
 }
 
 // failed marks r as an infrastructure failure and returns it with err.
-func (r Result) failed(err error) (Result, error) {
+func failedResult(r Result, err error) (Result, error) {
 	r.State, r.ExitCode, r.Success, r.Error = StateFailed, ExitFailed, false, err.Error()
 	r.FinishedAt = time.Now().UTC()
 	r.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()

@@ -325,7 +325,7 @@ func TestRunUsesEngineTimes(t *testing.T) {
 
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	var r Result
-	r.ended(containerState{StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond)}, false, false)
+	endResult(&r, containerState{StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond)}, false, false)
 	if !r.StartedAt.Equal(start) || r.DurationMS != 1500 {
 		t.Errorf("ended with engine times: started_at %v, duration %dms; want %v, 1500ms", r.StartedAt, r.DurationMS, start)
 	}

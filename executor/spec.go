@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -9,69 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// Spec is one request to run a command in a fresh sandbox. Its JSON form is the body
-// of the HTTP API; zero values mean "the operator's default".
-type Spec struct {
-	// Command is a shell command, run as `/bin/sh -c Command`.
-	Command string `json:"command,omitempty" jsonschema:"a shell command, run as /bin/sh -c COMMAND; give this or argv"`
-	// Argv is the alternative to Command: executed directly, with no shell.
-	Argv []string `json:"argv,omitempty" jsonschema:"a program and its arguments, run directly with no shell; give this or command"`
-	// Image is the sandbox image; empty means Config.DefaultImage.
-	Image string `json:"image,omitempty" jsonschema:"sandbox image (default: the server's, airlock/minimal)"`
-	// Timeout bounds the run's wall clock; 0 means Config.DefaultTimeout.
-	Timeout Seconds `json:"timeout,omitempty" jsonschema:"seconds before the run is killed (exit 124); fractions allowed; default 60 for a run, none for a background job"`
-	// Workdir is the working directory inside the container (default /workspace).
-	Workdir string `json:"workdir,omitempty" jsonschema:"absolute working directory in the sandbox (default /workspace)"`
-	// Env is merged over the image's environment. The host's is never passed.
-	Env map[string]string `json:"env,omitempty" jsonschema:"environment variables added to the image's; names of letters, digits and _"`
-	// Stdin is fed to the process and then closed. Without it stdin is closed at once.
-	Stdin *string `json:"stdin,omitempty" jsonschema:"text fed to the command's standard input, then closed (default: closed at once)"`
-	// User is "uid[:gid]" or a name known to the image (default 65534:65534).
-	User string `json:"user,omitempty" jsonschema:"uid[:gid] or a user name of the image (default 65534:65534, nobody)"`
-	// Memory is the memory limit in bytes; swap is not allowed on top of it.
-	Memory int64 `json:"memory,omitempty" jsonschema:"memory limit in bytes (default 536870912, 512 MiB); no swap"`
-	// CPUs is the CPU quota in cores; fractions are allowed.
-	CPUs float64 `json:"cpus,omitempty" jsonschema:"CPU quota in cores, fractions allowed (default 1)"`
-	// Pids is the maximum number of tasks in the container.
-	Pids int64 `json:"pids,omitempty" jsonschema:"most processes and threads (default 256)"`
-	// TmpfsSize is the size in bytes of each of /tmp, /workspace and /dev/shm.
-	TmpfsSize int64 `json:"tmpfs_size,omitempty" jsonschema:"size in bytes of each of /tmp, /workspace and /dev/shm (default 67108864, 64 MiB)"`
-	// Network is the network the container joins (default "none").
-	Network string `json:"network,omitempty" jsonschema:"network to join (default none: no network)"`
-	// Runtime is the OCI runtime: "runc" or "runsc" (gVisor).
-	Runtime string `json:"runtime,omitempty" jsonschema:"OCI runtime: runc or runsc (gVisor), as the server allows"`
-	// Background asks for a detached job (SPEC §6). Run refuses it.
-	Background bool `json:"background,omitempty" jsonschema:"start a background job and return its id at once (HTTP only; over MCP use the start tool)"`
-	// MaxOutput caps each of stdout and stderr in the Result, in bytes.
-	MaxOutput int64 `json:"max_output,omitempty" jsonschema:"bytes of each of stdout and stderr kept in the result (default 1048576, 1 MiB)"`
-	// TailLines is how many trailing lines StdoutTail and StderrTail hold.
-	TailLines int `json:"tail_lines,omitempty" jsonschema:"lines in stdout_tail and stderr_tail (default 100)"`
-	// Labels are the caller's metadata, echoed back in the Result.
-	Labels map[string]string `json:"labels,omitempty" jsonschema:"your metadata (agent, session): echoed back, filterable in list"`
-}
-
-// Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
-type Seconds float64
-
-// Duration converts s to a time.Duration.
-func (s Seconds) Duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
-
-// SpecError is an invalid field of a Spec. It matches ErrInvalidSpec with errors.Is.
-type SpecError struct {
-	Field  string // the JSON name of the field, e.g. "memory" or "env.PATH"
-	Reason string
-}
-
-func (e *SpecError) Error() string { return e.Field + ": " + e.Reason }
-
-// Is makes errors.Is(err, ErrInvalidSpec) true for every *SpecError.
-func (e *SpecError) Is(target error) bool { return target == ErrInvalidSpec }
-
-// ErrInvalidSpec is matched by every validation error; nothing was started.
-var ErrInvalidSpec = errors.New("invalid spec")
 
 // Linux refuses a single argument or environment string longer than this
 // (MAX_ARG_STRLEN, including the NUL); past it execve fails with a confusing E2BIG.

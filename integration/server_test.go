@@ -860,7 +860,7 @@ func testServerMCP(t *testing.T, s *airlockServer) {
 	}
 	call = callTool(t, session, "run", map[string]any{"command": "sudo ls"}, &res)
 	s.remember(res.ID)
-	if res.State != executor.StateBlocked || res.ExitCode != 126 || !strings.Contains(toolText(call), "refused by policy") {
+	if res.State != executor.StateBlocked || res.ExitCode != 126 || !strings.Contains(toolText(call), "blocked by policy") {
 		t.Errorf("run sudo ls: state %s exit %d text %q", res.State, res.ExitCode, toolText(call))
 	}
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -110,7 +111,7 @@ func FuzzDecodeSpec(f *testing.F) {
 		if err == nil {
 			return
 		}
-		e, ok := err.(*Error)
+		e, ok := err.(*api.Error)
 		if !ok || (e.Status != 400 && e.Status != 413) || e.Field == "" || !strings.HasPrefix(e.Message, e.Field) {
 			t.Fatalf("body %q: error %#v", body, err)
 		}

@@ -15,6 +15,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/api"
 )
 
 // readJSON reads one JSON object from the body into dst (a pointer to a struct).
@@ -32,7 +34,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64, opti
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.As(err, &maxErr):
-		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Field: "body",
+		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Field: "body",
 			Message: fmt.Sprintf("body: larger than the limit of %d bytes for %s %s", maxErr.Limit, r.Method, r.Pattern)}
 	case err != nil:
 		return badField("body", "could not be read: %v", err)
@@ -55,12 +57,12 @@ func jsonContentType(ct string) error {
 	} else {
 		ct = strconv.Quote(ct)
 	}
-	return &Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Field: "Content-Type",
+	return &api.Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Field: "Content-Type",
 		Message: fmt.Sprintf("Content-Type: %s; the body must be sent as application/json", ct)}
 }
 
-func badField(field, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: field,
+func badField(field, format string, args ...any) *api.Error {
+	return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: field,
 		Message: field + ": " + fmt.Sprintf(format, args...)}
 }
 

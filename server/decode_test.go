@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -50,7 +51,7 @@ func TestDecodeJSON(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *api.Error
 			if !errors.As(err, &e) || e.Status != 400 || e.Field != c.field {
 				t.Fatalf("decode %s: %#v, want a 400 naming %q", c.body, err, c.field)
 			}

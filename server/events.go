@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -22,7 +23,7 @@ import (
 // ("stdout" or "stderr", data {offset, data}), then "end" with the job's outcome
 // once it has ended and every byte is delivered. Before the first byte, a failure
 // is an ordinary error response; after it, an "error" event.
-func (a *httpAPI) followLogs(w http.ResponseWriter, r *http.Request, tenant string, req LogsRequest) error {
+func (a *httpAPI) followLogs(w http.ResponseWriter, r *http.Request, tenant string, req api.LogsRequest) error {
 	enc, err := encoder(req.Encoding)
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func (a *httpAPI) followLogs(w http.ResponseWriter, r *http.Request, tenant stri
 		es.send("error", errorBody{a.svc.errorOf(ctx, err)})
 		return nil
 	}
-	es.send("end", endEvent{ID: res.ID, State: res.State, ExitCode: res.ExitCode, Signal: res.Signal,
+	es.send("end", api.LogsEnd{ID: res.ID, State: res.State, ExitCode: res.ExitCode, Signal: res.Signal,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, DurationMS: res.DurationMS,
 		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes})
 	return nil
@@ -187,10 +188,10 @@ func newChunker(enc func([]byte) string, encoding string) chunker {
 }
 
 // next takes p, the stream's bytes from offset at, and returns the chunk to send.
-func (c *chunker) next(at int64, p []byte) (logChunk, bool) {
+func (c *chunker) next(at int64, p []byte) (api.StreamChunk, bool) {
 	if !c.text {
 		c.end = at + int64(len(p))
-		return logChunk{Offset: at, Data: c.enc(p)}, len(p) > 0
+		return api.StreamChunk{Offset: at, Data: c.enc(p)}, len(p) > 0
 	}
 	start := at - int64(len(c.pending))
 	buf := append(c.pending, p...)
@@ -198,15 +199,15 @@ func (c *chunker) next(at int64, p []byte) (logChunk, bool) {
 	c.pending = append([]byte(nil), buf[len(buf)-keep:]...)
 	c.end = at + int64(len(p))
 	out := buf[:len(buf)-keep]
-	return logChunk{Offset: start, Data: c.enc(out)}, len(out) > 0
+	return api.StreamChunk{Offset: start, Data: c.enc(out)}, len(out) > 0
 }
 
 // flush returns the bytes held back, at the stream's end.
-func (c *chunker) flush() (logChunk, bool) {
+func (c *chunker) flush() (api.StreamChunk, bool) {
 	if len(c.pending) == 0 {
-		return logChunk{}, false
+		return api.StreamChunk{}, false
 	}
-	chunk := logChunk{Offset: c.end - int64(len(c.pending)), Data: c.enc(c.pending)}
+	chunk := api.StreamChunk{Offset: c.end - int64(len(c.pending)), Data: c.enc(c.pending)}
 	c.pending = nil
 	return chunk, true
 }
@@ -223,12 +224,6 @@ func cutRune(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// logChunk is the data of a stdout or stderr event.
-type logChunk struct {
-	Offset int64  `json:"offset"`
-	Data   string `json:"data"`
 }
 
 // runEvents answers a foreground run as Server-Sent Events, for a client that
@@ -309,17 +304,4 @@ func acceptQ(r *http.Request, mt string) (q float64, named bool) {
 		}
 	}
 	return q, best == 2
-}
-
-// endEvent closes a follow: how the job ended.
-type endEvent struct {
-	ID          string         `json:"id"`
-	State       executor.State `json:"state"`
-	ExitCode    int            `json:"exit_code"`
-	Signal      string         `json:"signal,omitempty"`
-	TimedOut    bool           `json:"timed_out"`
-	OOMKilled   bool           `json:"oom_killed"`
-	DurationMS  int64          `json:"duration_ms"`
-	StdoutBytes int64          `json:"stdout_bytes"`
-	StderrBytes int64          `json:"stderr_bytes"`
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -48,7 +49,7 @@ func TestChunkerText(t *testing.T) {
 	}
 	for size := 1; size <= len(raw); size++ {
 		c := newChunker(utf8Text, "utf8")
-		var chunks []logChunk
+		var chunks []api.StreamChunk
 		for i := 0; i < len(raw); i += size {
 			if ch, ok := c.next(int64(i), raw[i:min(i+size, len(raw))]); ok {
 				chunks = append(chunks, ch)
@@ -85,7 +86,7 @@ func TestInvalidUTF8ReadsTheSameEverywhere(t *testing.T) {
 		var b strings.Builder
 		for _, ev := range events {
 			if ev.name == stream {
-				b.WriteString(decode[logChunk](t, []byte(ev.data)).Data)
+				b.WriteString(decode[api.StreamChunk](t, []byte(ev.data)).Data)
 			}
 		}
 		return b.String()
@@ -98,7 +99,7 @@ func TestInvalidUTF8ReadsTheSameEverywhere(t *testing.T) {
 		t.Fatalf("result stdout %q, want %q", got, want)
 	}
 	_, data, _ = h.do("GET", "/v1/processes/"+id+"/logs?stream=stdout", tokA, nil)
-	if got := *decode[LogsResponse](t, data).Stdout; got != want {
+	if got := *decode[api.LogsResponse](t, data).Stdout; got != want {
 		t.Fatalf("log page %q, want %q", got, want)
 	}
 	_, data, _ = h.do("GET", "/v1/processes/"+id+"/logs?follow=true", tokA, nil)

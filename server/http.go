@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -35,9 +36,6 @@ const (
 	streamSlack = time.Minute
 	// heartbeat keeps an idle event stream alive through proxies.
 	heartbeat = 15 * time.Second
-	// maxWait bounds a wait long-poll; defaultWait is used when none is given.
-	maxWait     = time.Hour
-	defaultWait = 30 * time.Second
 )
 
 // route is one endpoint of the API; the OpenAPI document must list each (tested).
@@ -86,7 +84,7 @@ func Handler(svc *Service, streams context.Context) http.Handler {
 		methods := strings.Join(methods, ", ")
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", methods)
-			a.fail(w, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+			a.fail(w, &api.Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
 				Message: fmt.Sprintf("%s %s: allowed: %s", r.Method, path, methods)})
 		})
 	}
@@ -101,7 +99,7 @@ func Handler(svc *Service, streams context.Context) http.Handler {
 		mcpHandler.ServeHTTP(w, r)
 	}))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		a.fail(w, &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+		a.fail(w, &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
 	return a.counted(a.sameOrigin(mux))
 }
@@ -165,7 +163,7 @@ func (a *httpAPI) authenticated(via string, next http.Handler) http.Handler {
 			}
 			a.svc.authFailed(token, via, r.RemoteAddr, reason)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-			a.fail(w, &Error{Status: http.StatusUnauthorized, Code: "unauthorized",
+			a.fail(w, &api.Error{Status: http.StatusUnauthorized, Code: "unauthorized",
 				Message: reason + ": send Authorization: Bearer <token>"})
 			return
 		}
@@ -221,10 +219,10 @@ func extend(w http.ResponseWriter, d time.Duration) {
 
 // errorBody is the one error shape of the API.
 type errorBody struct {
-	Error *Error `json:"error"`
+	Error *api.Error `json:"error"`
 }
 
-func (a *httpAPI) fail(w http.ResponseWriter, e *Error) {
+func (a *httpAPI) fail(w http.ResponseWriter, e *api.Error) {
 	if e.Status >= 500 {
 		a.log.Warn("request failed", "code", e.Code, "err", e.Message)
 	}
@@ -294,14 +292,14 @@ func (a *httpAPI) list(w http.ResponseWriter, r *http.Request, tenant string) er
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "limit", Message: fmt.Sprintf("limit: %q is not an integer", v)}
+			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "limit", Message: fmt.Sprintf("limit: %q is not an integer", v)}
 		}
 		opts.Limit = n
 	}
 	for _, kv := range q["label"] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "label", Message: fmt.Sprintf("label: %q is not key=value", kv)}
+			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "label", Message: fmt.Sprintf("label: %q is not key=value", kv)}
 		}
 		if opts.Labels == nil {
 			opts.Labels = map[string]string{}
@@ -335,27 +333,13 @@ func (a *httpAPI) remove(w http.ResponseWriter, r *http.Request, tenant string) 
 	return nil
 }
 
-// KillRequest is the body of POST /v1/processes/{id}/kill.
-type KillRequest struct {
-	Signal string `json:"signal,omitempty" jsonschema:"signal name or number (default SIGTERM)"`
-	// ForceAfter is seconds before SIGKILL; absent means 10, 0 means never.
-	ForceAfter *float64 `json:"force_after,omitempty" jsonschema:"seconds before SIGKILL follows (default 10; 0 = never)"`
-}
-
-func (k KillRequest) forceAfter() time.Duration {
-	if k.ForceAfter == nil {
-		return executor.DefaultForceAfter
-	}
-	return executor.Seconds(*k.ForceAfter).Duration()
-}
-
 // POST /v1/processes/{id}/kill
 func (a *httpAPI) kill(w http.ResponseWriter, r *http.Request, tenant string) error {
-	var req KillRequest
+	var req api.KillRequest
 	if err := readJSON(w, r, &req, smallBody, true); err != nil {
 		return err
 	}
-	k, err := a.svc.Kill(r.Context(), tenant, r.PathValue("id"), req.Signal, req.forceAfter(), "http", r.RemoteAddr)
+	k, err := a.svc.Kill(r.Context(), tenant, r.PathValue("id"), req.Signal, req.ForceAfterDuration(), "http", r.RemoteAddr)
 	if err != nil {
 		return err
 	}
@@ -363,32 +347,14 @@ func (a *httpAPI) kill(w http.ResponseWriter, r *http.Request, tenant string) er
 	return nil
 }
 
-// WaitRequest is the body of POST /v1/processes/{id}/wait.
-type WaitRequest struct {
-	Timeout executor.Seconds `json:"timeout,omitempty"`
-}
-
-func (q WaitRequest) duration() (time.Duration, error) {
-	switch t := float64(q.Timeout); {
-	case t < 0 || t != t:
-		return 0, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "timeout", Message: "timeout: must not be negative"}
-	case t == 0:
-		return defaultWait, nil
-	case t > maxWait.Seconds():
-		return 0, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "timeout",
-			Message: fmt.Sprintf("timeout: %gs is greater than the limit of %gs", t, maxWait.Seconds())}
-	}
-	return q.Timeout.Duration(), nil
-}
-
 // POST /v1/processes/{id}/wait: long-poll until the job ends or the timeout
 // passes; either way the answer is the job's Result (state running if it goes on).
 func (a *httpAPI) wait(w http.ResponseWriter, r *http.Request, tenant string) error {
-	var req WaitRequest
+	var req api.WaitRequest
 	if err := readJSON(w, r, &req, smallBody, true); err != nil {
 		return err
 	}
-	d, err := req.duration()
+	d, err := req.Duration()
 	if err != nil {
 		return err
 	}
@@ -403,32 +369,6 @@ func (a *httpAPI) wait(w http.ResponseWriter, r *http.Request, tenant string) er
 	return nil
 }
 
-// LogsResponse is a page of a job's output. Offsets and sizes count raw bytes;
-// with encoding utf8 invalid bytes read as U+FFFD, with base64 they are exact.
-type LogsResponse struct {
-	ID          string         `json:"id"`
-	State       executor.State `json:"state"`
-	Encoding    string         `json:"encoding"`
-	Stdout      *string        `json:"stdout,omitempty"`
-	Stderr      *string        `json:"stderr,omitempty"`
-	StdoutSize  int64          `json:"stdout_size"`
-	StderrSize  int64          `json:"stderr_size"`
-	StdoutBytes int64          `json:"stdout_bytes"`
-	StderrBytes int64          `json:"stderr_bytes"`
-	Truncated   bool           `json:"truncated"`
-	StdoutNext  int64          `json:"stdout_next"`
-	StderrNext  int64          `json:"stderr_next"`
-}
-
-// LogsRequest chooses a page of output, or a follow.
-type LogsRequest struct {
-	ID       string `json:"id" jsonschema:"the process id"`
-	Stream   string `json:"stream,omitempty" jsonschema:"stdout, stderr or both (default both)"`
-	Offset   int64  `json:"offset,omitempty" jsonschema:"first byte of each stream to return"`
-	Limit    int64  `json:"limit,omitempty" jsonschema:"most bytes per stream (default 1 MiB)"`
-	Encoding string `json:"encoding,omitempty" jsonschema:"utf8 (default) or base64 for the exact bytes"`
-}
-
 // encoder returns the function that writes output bytes into a JSON string in
 // the named encoding.
 func encoder(name string) (func([]byte) string, error) {
@@ -438,12 +378,12 @@ func encoder(name string) (func([]byte) string, error) {
 	case "base64":
 		return base64.StdEncoding.EncodeToString, nil
 	}
-	return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "encoding",
+	return nil, &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "encoding",
 		Message: fmt.Sprintf("encoding: %q is not utf8 or base64", name)}
 }
 
-func logsResponse(l executor.Logs, enc func([]byte) string, encoding string, streams string) LogsResponse {
-	out := LogsResponse{ID: l.ID, State: l.State, Encoding: encoding, StdoutSize: l.StdoutSize, StderrSize: l.StderrSize,
+func logsResponse(l executor.Logs, enc func([]byte) string, encoding string, streams string) api.LogsResponse {
+	out := api.LogsResponse{ID: l.ID, State: l.State, Encoding: encoding, StdoutSize: l.StdoutSize, StderrSize: l.StderrSize,
 		StdoutBytes: l.StdoutBytes, StderrBytes: l.StderrBytes, Truncated: l.Truncated, StdoutNext: l.StdoutNext, StderrNext: l.StderrNext}
 	if streams != "stderr" {
 		s := enc(l.Stdout)
@@ -477,15 +417,15 @@ func utf8Text(b []byte) string {
 	return sb.String()
 }
 
-// logsPage answers a LogsRequest with a page in the chosen encoding; HTTP and MCP share it.
-func (s *Service) logsPage(ctx context.Context, tenant string, req LogsRequest) (LogsResponse, error) {
+// logsPage answers a api.LogsRequest with a page in the chosen encoding; HTTP and MCP share it.
+func (s *Service) logsPage(ctx context.Context, tenant string, req api.LogsRequest) (api.LogsResponse, error) {
 	enc, err := encoder(req.Encoding)
 	if err != nil {
-		return LogsResponse{}, err
+		return api.LogsResponse{}, err
 	}
 	l, err := s.Logs(ctx, tenant, req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset, Limit: req.Limit})
 	if err != nil {
-		return LogsResponse{}, err
+		return api.LogsResponse{}, err
 	}
 	return logsResponse(l, enc, cmp.Or(req.Encoding, "utf8"), req.Stream), nil
 }
@@ -493,7 +433,7 @@ func (s *Service) logsPage(ctx context.Context, tenant string, req LogsRequest) 
 // GET /v1/processes/{id}/logs?stream=&offset=&limit=&encoding=&follow=true
 func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) error {
 	q := r.URL.Query()
-	req := LogsRequest{ID: r.PathValue("id"), Stream: q.Get("stream"), Encoding: q.Get("encoding")}
+	req := api.LogsRequest{ID: r.PathValue("id"), Stream: q.Get("stream"), Encoding: q.Get("encoding")}
 	for _, p := range []struct {
 		name string
 		dst  *int64
@@ -501,7 +441,7 @@ func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) er
 		if v := q.Get(p.name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: p.name, Message: fmt.Sprintf("%s: %q is not an integer", p.name, v)}
+				return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: p.name, Message: fmt.Sprintf("%s: %q is not an integer", p.name, v)}
 			}
 			*p.dst = n
 		}
@@ -510,7 +450,7 @@ func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) er
 	if v := q.Get("follow"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "follow", Message: fmt.Sprintf("follow: %q is not true or false", v)}
+			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "follow", Message: fmt.Sprintf("follow: %q is not true or false", v)}
 		}
 		follow = b
 	}
@@ -527,7 +467,7 @@ func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) er
 
 // POST /v1/check
 func (a *httpAPI) check(w http.ResponseWriter, r *http.Request, tenant string) error {
-	var req CheckRequest
+	var req api.CheckRequest
 	if err := readJSON(w, r, &req, a.checkBody(), false); err != nil {
 		return err
 	}
@@ -547,7 +487,7 @@ func (a *httpAPI) healthz(w http.ResponseWriter, r *http.Request, _ string) erro
 // GET /readyz: ready when the engine answers.
 func (a *httpAPI) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
 	if err := a.svc.Ready(r.Context()); err != nil {
-		return &Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: err.Error()}
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: err.Error()}
 	}
 	version, apiVersion := a.svc.ex.EngineVersion()
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "engine": version, "api_version": apiVersion})

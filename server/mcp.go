@@ -14,36 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
-	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // The MCP tools mirror the HTTP routes, with the same field names: an agent that
 // reads the API documentation can use either.
-
-// IDRequest names a background process.
-type IDRequest struct {
-	ID string `json:"id" jsonschema:"the process id returned by start"`
-}
-
-// KillToolRequest is the kill tool's input.
-type KillToolRequest struct {
-	ID string `json:"id" jsonschema:"the process id"`
-	KillRequest
-}
-
-// ListRequest filters the list tool.
-type ListRequest struct {
-	State  executor.State    `json:"state,omitempty" jsonschema:"keep processes in this state (default: all)"`
-	Labels map[string]string `json:"labels,omitempty" jsonschema:"keep processes carrying every one of these labels"`
-	Limit  int               `json:"limit,omitempty" jsonschema:"most processes returned (default 50, at most 1000)"`
-}
-
-// WaitToolRequest is the wait tool's input.
-type WaitToolRequest struct {
-	ID      string           `json:"id" jsonschema:"the process id returned by start"`
-	Timeout executor.Seconds `json:"timeout,omitempty" jsonschema:"seconds to wait at most (default 30, at most 3600); the process goes on if the wait ends first"`
-}
 
 // The closed sets of the tools' inputs, as enums in their schemas.
 var (
@@ -73,16 +49,6 @@ var (
 	sandboxed   = &mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &no}
 	destructive = &mcp.ToolAnnotations{OpenWorldHint: &no, IdempotentHint: true}
 )
-
-// CheckResult is the check tool's answer.
-type CheckResult struct {
-	Blocked bool        `json:"blocked"`
-	Allowed bool        `json:"allowed"`
-	Rule    string      `json:"rule,omitempty"`
-	Reason  string      `json:"reason,omitempty"`
-	Match   string      `json:"match,omitempty"`
-	Mode    policy.Mode `json:"mode"`
-}
 
 // MCPServer returns an MCP server whose tools act for tenant. via names the
 // transport in the audit log.
@@ -119,14 +85,14 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			}
 			msg := fmt.Sprintf("started process %s", p.ID)
 			if p.State == executor.StateBlocked {
-				msg = fmt.Sprintf("refused by policy [%s]: %s; nothing was started", p.BlockRule, p.BlockReason)
+				msg = fmt.Sprintf("blocked by policy [%s]: %s; nothing was started", p.BlockRule, p.BlockReason)
 			}
 			return text(msg), p, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "monitor", Description: "Report a background process: state, exit code once ended, " +
 		"runtime so far, resource usage, and its output so far (stdout/stderr up to max_output, and the tails).",
 		Annotations: readOnly},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in IDRequest) (*mcp.CallToolResult, executor.Result, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in api.IDRequest) (*mcp.CallToolResult, executor.Result, error) {
 			res, err := s.Get(ctx, tenant, in.ID)
 			if err != nil {
 				return nil, res, toolError(err)
@@ -135,8 +101,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "logs", Description: "Read a background process's output from a byte offset: " +
 		"stream stdout, stderr or both; stdout_next/stderr_next are the offsets of the next page.",
-		InputSchema: inputSchema[LogsRequest](map[string][]any{"stream": streamEnum, "encoding": encodingEnum}), Annotations: readOnly},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in LogsRequest) (*mcp.CallToolResult, LogsResponse, error) {
+		InputSchema: inputSchema[api.LogsRequest](map[string][]any{"stream": streamEnum, "encoding": encodingEnum}), Annotations: readOnly},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in api.LogsRequest) (*mcp.CallToolResult, api.LogsResponse, error) {
 			page, err := s.logsPage(ctx, tenant, in)
 			if err != nil {
 				return nil, page, toolError(err)
@@ -161,9 +127,9 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "kill", Description: "End a background process: send signal (default SIGTERM) to every " +
 		"process in its sandbox, then SIGKILL after force_after seconds (default 10, 0 = never). Killing a process " +
 		"that already ended is not an error.",
-		InputSchema: inputSchema[KillToolRequest](map[string][]any{"signal": signalEnum}), Annotations: destructive},
-		func(ctx context.Context, req *mcp.CallToolRequest, in KillToolRequest) (*mcp.CallToolResult, executor.KillResult, error) {
-			k, err := s.Kill(ctx, tenant, in.ID, in.Signal, in.forceAfter(), via, remoteOf(req))
+		InputSchema: inputSchema[api.KillToolRequest](map[string][]any{"signal": signalEnum}), Annotations: destructive},
+		func(ctx context.Context, req *mcp.CallToolRequest, in api.KillToolRequest) (*mcp.CallToolResult, executor.KillResult, error) {
+			k, err := s.Kill(ctx, tenant, in.ID, in.Signal, in.ForceAfterDuration(), via, remoteOf(req))
 			if err != nil {
 				return nil, k, toolError(err)
 			}
@@ -172,8 +138,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Wait until a background process ends, at most timeout " +
 		"seconds (default 30, at most 3600), and return its result; state running if it still runs.",
 		Annotations: readOnly},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in WaitToolRequest) (*mcp.CallToolResult, executor.Result, error) {
-			d, err := WaitRequest{Timeout: in.Timeout}.duration()
+		func(ctx context.Context, _ *mcp.CallToolRequest, in api.WaitToolRequest) (*mcp.CallToolResult, executor.Result, error) {
+			d, err := api.WaitRequest{Timeout: in.Timeout}.Duration()
 			if err != nil {
 				return nil, executor.Result{}, toolError(err)
 			}
@@ -185,8 +151,8 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "list", Description: "List background processes, most recent first, with total; " +
 		"filter by state and labels.",
-		InputSchema: inputSchema[ListRequest](map[string][]any{"state": stateEnum}), Annotations: readOnly},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in ListRequest) (*mcp.CallToolResult, executor.ProcessList, error) {
+		InputSchema: inputSchema[api.ListRequest](map[string][]any{"state": stateEnum}), Annotations: readOnly},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in api.ListRequest) (*mcp.CallToolResult, executor.ProcessList, error) {
 			list, err := s.List(ctx, tenant, executor.ListOptions{State: in.State, Labels: in.Labels, Limit: in.Limit})
 			if err != nil {
 				return nil, list, toolError(err)
@@ -208,12 +174,11 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "check", Description: "Judge a command with the policy without running it: " +
 		"blocked, with the rule and the reason.", Annotations: readOnly},
-		func(ctx context.Context, req *mcp.CallToolRequest, in CheckRequest) (*mcp.CallToolResult, CheckResult, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in api.CheckRequest) (*mcp.CallToolResult, api.CheckResult, error) {
 			d, err := s.Check(ctx, tenant, in, via, remoteOf(req))
 			if err != nil {
-				return nil, CheckResult{}, toolError(err)
+				return nil, api.CheckResult{}, toolError(err)
 			}
-			out := CheckResult{Blocked: !d.Allowed, Allowed: d.Allowed, Rule: d.Rule, Reason: d.Reason, Match: d.Match, Mode: d.Mode}
 			msg := "allowed"
 			if !d.Allowed {
 				msg = fmt.Sprintf("blocked [%s]: %s", d.Rule, d.Reason)
@@ -221,7 +186,7 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 					msg += ": " + d.Match
 				}
 			}
-			return text(msg), out, nil
+			return text(msg), d, nil
 		})
 	return srv
 }
@@ -265,7 +230,7 @@ func (s *Service) mcpHandler() http.Handler {
 		}
 		h.ServeHTTP(&mcpSessionGuard{ResponseWriter: w, refuse: func() {
 			s.authFailed("", "mcp", r.RemoteAddr, "mcp session belongs to another tenant")
-			writeJSON(w, http.StatusForbidden, errorBody{&Error{Status: http.StatusForbidden, Code: "forbidden",
+			writeJSON(w, http.StatusForbidden, errorBody{&api.Error{Status: http.StatusForbidden, Code: "forbidden",
 				Message: "this MCP session belongs to another tenant: open a session of your own"}})
 		}}, r)
 	})
@@ -328,7 +293,7 @@ func text(msg string) *mcp.CallToolResult {
 
 // toolError is err as an agent reads it: the field at fault first.
 func toolError(err error) error {
-	if e, ok := err.(*Error); ok && e.Field != "" && !strings.HasPrefix(e.Message, e.Field) {
+	if e, ok := err.(*api.Error); ok && e.Field != "" && !strings.HasPrefix(e.Message, e.Field) {
 		return fmt.Errorf("%s: %s", e.Field, e.Message)
 	}
 	return err
@@ -337,23 +302,10 @@ func toolError(err error) error {
 // summarize says in a few lines what a Result means, for an LLM to read.
 func summarize(r executor.Result) string {
 	var b strings.Builder
-	switch {
-	case r.State == executor.StateRunning:
-		fmt.Fprintf(&b, "process %s is running (%s so far)", r.ID, time.Duration(r.DurationMS)*time.Millisecond)
-	case r.Blocked:
-		fmt.Fprintf(&b, "refused by policy [%s]: %s; nothing ran (exit %d)", r.BlockRule, r.BlockReason, r.ExitCode)
-	case r.TimedOut:
-		fmt.Fprintf(&b, "timed out after %s and was killed (exit %d)", time.Duration(r.DurationMS)*time.Millisecond, r.ExitCode)
-	case r.OOMKilled:
-		fmt.Fprintf(&b, "ran out of memory: the kernel killed it (exit %d)", r.ExitCode)
-	case r.State == executor.StateFailed:
-		fmt.Fprintf(&b, "could not run: %s (exit %d)", r.Error, r.ExitCode)
-	default:
-		fmt.Fprintf(&b, "%s with exit code %d in %s", r.State, r.ExitCode, time.Duration(r.DurationMS)*time.Millisecond)
-		if r.Signal != "" {
-			fmt.Fprintf(&b, " (%s)", r.Signal)
-		}
+	if r.State == executor.StateRunning {
+		b.WriteString("process " + r.ID + " ")
 	}
+	b.WriteString(r.Outcome())
 	for _, s := range []struct {
 		name, tail string
 		bytes      int64

@@ -13,8 +13,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
-	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // loadOpenAPI parses the embedded document and validates it as OpenAPI 3.
@@ -139,24 +139,23 @@ func TestOpenAPISchemas(t *testing.T) {
 		"Process":       executor.Process{},
 		"ProcessList":   executor.ProcessList{},
 		"KillResult":    executor.KillResult{},
-		"KillRequest":   KillRequest{},
-		"WaitRequest":   WaitRequest{},
-		"LogsResponse":  LogsResponse{},
-		"CheckRequest":  CheckRequest{},
-		"EndEvent":      endEvent{},
+		"KillRequest":   api.KillRequest{},
+		"WaitRequest":   api.WaitRequest{},
+		"LogsResponse":  api.LogsResponse{},
+		"CheckRequest":  api.CheckRequest{},
+		"EndEvent":      api.LogsEnd{},
 		"Error":         errorBody{},
 	} {
 		checkFields(t, name, schemas[name], fieldNames(reflect.TypeOf(v)))
 	}
-	// Decision's MarshalJSON adds "blocked".
-	checkFields(t, "Decision", schemas["Decision"], append(fieldNames(reflect.TypeOf(policy.Decision{})), "blocked"))
+	checkFields(t, "Decision", schemas["Decision"], fieldNames(reflect.TypeOf(api.CheckResult{})))
 	// The body of the error shape is *Error.
 	if e := schemas["Error"]; e != nil {
-		checkFields(t, "Error.error", e.Value.Properties["error"], fieldNames(reflect.TypeOf(Error{})))
+		checkFields(t, "Error.error", e.Value.Properties["error"], fieldNames(reflect.TypeOf(api.Error{})))
 	}
 	// The follow's events are maps built in followLogs.
 	checkFields(t, "OpenEvent", schemas["OpenEvent"], []string{"id", "encoding"})
-	checkFields(t, "LogChunk", schemas["LogChunk"], fieldNames(reflect.TypeOf(logChunk{})))
+	checkFields(t, "LogChunk", schemas["LogChunk"], fieldNames(reflect.TypeOf(api.StreamChunk{})))
 
 	var states []string
 	for _, s := range []executor.State{executor.StateRunning, executor.StateCompleted, executor.StateTimedOut,

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/api"
 )
 
 // sameOrigin guards a server that has no tokens. Such a server listens on
@@ -47,9 +49,9 @@ func localNames(listen string, allowed []string) []string {
 
 // checkOrigin refuses a request whose Host is not one of hosts, or whose Origin
 // is another origin than the one it asked for.
-func checkOrigin(r *http.Request, hosts []string) *Error {
-	forbidden := func(format string, args ...any) *Error {
-		return &Error{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf(format, args...)}
+func checkOrigin(r *http.Request, hosts []string) *api.Error {
+	forbidden := func(format string, args ...any) *api.Error {
+		return &api.Error{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf(format, args...)}
 	}
 	if !knownHost(r.Host, hosts) {
 		return forbidden("Host %q is not a name of this server; a server without tokens answers only to %s "+

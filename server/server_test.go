@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -454,7 +455,7 @@ func TestBackgroundLifecycle(t *testing.T) {
 		t.Fatalf("content type %q", ct)
 	}
 	var stdout, stderr strings.Builder
-	var end endEvent
+	var end api.LogsEnd
 	events := readEvents(t, resp.Body)
 	for _, ev := range events {
 		switch ev.name {
@@ -470,7 +471,7 @@ func TestBackgroundLifecycle(t *testing.T) {
 			}
 			b.WriteString(c.Data)
 		case "end":
-			end = decode[endEvent](t, []byte(ev.data))
+			end = decode[api.LogsEnd](t, []byte(ev.data))
 		case "error":
 			t.Fatalf("error event: %s", ev.data)
 		}
@@ -489,12 +490,12 @@ func TestBackgroundLifecycle(t *testing.T) {
 	// Pages, the exact bytes in base64, the monitor, the list, a kill of an ended
 	// job, removal.
 	_, data, _ = h.do("GET", "/v1/processes/"+id+"/logs?stream=stdout&offset=7&limit=7", tokA, nil)
-	page := decode[LogsResponse](t, data)
+	page := decode[api.LogsResponse](t, data)
 	if page.Stdout == nil || *page.Stdout != "line 2\n" || page.Stderr != nil || page.StdoutNext != 14 || page.StdoutSize != int64(want.Len()) {
 		t.Fatalf("page %s", data)
 	}
 	_, data, _ = h.do("GET", "/v1/processes/"+id+"/logs?stream=stderr&encoding=base64", tokA, nil)
-	if page := decode[LogsResponse](t, data); page.Stderr == nil || *page.Stderr != "/w==" {
+	if page := decode[api.LogsResponse](t, data); page.Stderr == nil || *page.Stderr != "/w==" {
 		t.Fatalf("base64 page %s", data)
 	}
 	_, data, _ = h.do("GET", "/v1/processes/"+id, tokA, nil)
@@ -570,7 +571,7 @@ func TestRunAsEvents(t *testing.T) {
 	var stdout, stderr []byte
 	var firstOut time.Time
 	for _, ev := range events[1 : len(events)-1] {
-		c := decode[logChunk](t, []byte(ev.data))
+		c := decode[api.StreamChunk](t, []byte(ev.data))
 		b, err := base64.StdEncoding.DecodeString(c.Data)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -208,57 +209,30 @@ func (s *Service) tenant(name string) (*tenantState, error) {
 	return t, nil
 }
 
-// Error is a request the service refuses or cannot serve. Status is its HTTP
-// status; Code a stable word; Field the request field at fault, if one is.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap gives the executor's error that the code stands for, so that a client's
-// errors.Is(err, executor.ErrNotFound) holds over HTTP as it does in process.
-func (e *Error) Unwrap() error {
-	switch e.Code {
-	case "invalid_request":
-		return executor.ErrInvalidSpec
-	case "not_found":
-		return executor.ErrNotFound
-	case "running":
-		return executor.ErrRunning
-	case "engine_error", "engine_unavailable":
-		return executor.ErrEngine
-	}
-	return nil
-}
-
 // errorOf maps an error to the service's error shape: the one place where
 // failures become statuses.
-func (s *Service) errorOf(ctx context.Context, err error) *Error {
+func (s *Service) errorOf(ctx context.Context, err error) *api.Error {
 	var se *executor.SpecError
-	var e *Error
+	var e *api.Error
 	switch {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &se):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: se.Error(), Field: se.Field}
+		return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: se.Error(), Field: se.Field}
 	case errors.Is(err, executor.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
+		return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
 	case errors.Is(err, executor.ErrRunning):
-		return &Error{Status: http.StatusConflict, Code: "running", Message: err.Error()}
+		return &api.Error{Status: http.StatusConflict, Code: "running", Message: err.Error()}
 	case errors.Is(err, executor.ErrEngine):
 		s.metrics.engineErrors.Inc()
 		if perr := s.Ready(ctx); perr != nil {
-			return &Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: perr.Error()}
+			return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: perr.Error()}
 		}
-		return &Error{Status: http.StatusBadGateway, Code: "engine_error", Message: err.Error()}
+		return &api.Error{Status: http.StatusBadGateway, Code: "engine_error", Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "cancelled", Message: err.Error()}
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: "cancelled", Message: err.Error()}
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
+	return &api.Error{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
 }
 
 // Ready reports whether the engine answers.
@@ -268,8 +242,8 @@ func (s *Service) Ready(ctx context.Context) error {
 	return s.ex.Ping(ctx)
 }
 
-func notFound(id string) *Error {
-	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("process %q: no such process", id)}
+func notFound(id string) *api.Error {
+	return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("process %q: no such process", id)}
 }
 
 // own fails with not_found unless the job exists and belongs to t: another
@@ -296,7 +270,7 @@ func (s *Service) reserve(t *tenantState) (release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active >= t.limits.MaxConcurrent {
-		return nil, &Error{Status: http.StatusTooManyRequests, Code: "busy",
+		return nil, &api.Error{Status: http.StatusTooManyRequests, Code: "busy",
 			Message: fmt.Sprintf("the tenant has %d runs active, its limit; retry when one ends", t.active)}
 	}
 	t.active++
@@ -534,33 +508,32 @@ func (s *Service) Remove(ctx context.Context, tenant, id string) error {
 	return s.ex.Remove(ctx, id)
 }
 
-// CheckRequest is a command to judge: exactly one of Command and Argv.
-type CheckRequest struct {
-	Command string   `json:"command,omitempty" jsonschema:"a shell command, judged as sh -c would run it"`
-	Argv    []string `json:"argv,omitempty" jsonschema:"a program and its arguments, judged without a shell"`
+// CheckResultOf is a policy decision as the API answers it.
+func CheckResultOf(d policy.Decision) api.CheckResult {
+	return api.CheckResult{Blocked: !d.Allowed, Allowed: d.Allowed, Rule: d.Rule, Reason: d.Reason, Match: d.Match, Mode: string(d.Mode)}
 }
 
 // Check judges a command with the tenant's policy and runs nothing.
-func (s *Service) Check(ctx context.Context, tenant string, req CheckRequest, via, remote string) (policy.Decision, error) {
+func (s *Service) Check(ctx context.Context, tenant string, req api.CheckRequest, via, remote string) (api.CheckResult, error) {
 	t, err := s.tenant(tenant)
 	if err != nil {
-		return policy.Decision{}, err
+		return api.CheckResult{}, err
 	}
 	if (req.Command == "") == (len(req.Argv) == 0) {
-		return policy.Decision{}, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "command",
+		return api.CheckResult{}, &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "command",
 			Message: "command: give exactly one of command or argv"}
 	}
 	// The command is bounded as a run's would be, before the policy parses it.
 	d, err := s.ex.CheckCommand(t.caller, req.Command, req.Argv)
 	if err != nil {
-		return policy.Decision{}, err
+		return api.CheckResult{}, err
 	}
 	ev := auditEvent{Event: "check", Tenant: t.name, Command: req.Command, Argv: req.Argv, Via: via, Remote: remote, Decision: "allowed"}
 	if !d.Allowed {
 		ev.Decision, ev.Rule, ev.Reason = "blocked", d.Rule, d.Reason
 	}
 	s.write(ev)
-	return d, nil
+	return CheckResultOf(d), nil
 }
 
 // authFailed audits a request refused for its token.

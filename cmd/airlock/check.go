@@ -9,8 +9,10 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/server"
 )
 
 // Exit codes of `airlock check`.
@@ -72,29 +74,29 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // decide judges a command (one argument) or an argv (more) with the policy built
 // from file and mode, or with the server's policy for $AIRLOCK_TOKEN.
-func decide(ctx context.Context, serverURL, file, mode string, args []string) (policy.Decision, error) {
+func decide(ctx context.Context, serverURL, file, mode string, args []string) (api.CheckResult, error) {
 	command, argv := "", args
 	if len(args) == 1 {
 		command, argv = args[0], nil
 	}
 	if serverURL != "" {
 		if file != "" || mode != "" {
-			return policy.Decision{}, errServerPolicy
+			return api.CheckResult{}, errServerPolicy
 		}
 		c, err := client.New(serverURL, os.Getenv("AIRLOCK_TOKEN"))
 		if err != nil {
-			return policy.Decision{}, err
+			return api.CheckResult{}, err
 		}
 		return c.Check(ctx, command, argv)
 	}
 	p, err := loadPolicy(file, mode)
 	if err != nil {
-		return policy.Decision{}, err
+		return api.CheckResult{}, err
 	}
 	if argv == nil {
-		return p.Check(command), nil
+		return server.CheckResultOf(p.Check(command)), nil
 	}
-	return p.CheckArgv(argv), nil
+	return server.CheckResultOf(p.CheckArgv(argv)), nil
 }
 
 // loadPolicy builds the policy from an optional JSON file and an optional mode

@@ -178,7 +178,7 @@ func killCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "process %s %s\n", r.ID, outcome(r))
+	fmt.Fprintf(stdout, "process %s %s\n", r.ID, r.Outcome())
 	return nil
 }
 
@@ -212,7 +212,7 @@ func waitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if *asJSON {
 		printJSON(stdout, r)
 	} else {
-		fmt.Fprintf(stderr, "airlock: process %s %s\n", r.ID, outcome(r))
+		fmt.Fprintf(stderr, "airlock: process %s %s\n", r.ID, r.Outcome())
 	}
 	return r.ExitCode, nil
 }
@@ -251,23 +251,6 @@ func rmCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return nil
-}
-
-// outcome says how a job ended, in a few words.
-func outcome(r executor.Result) string {
-	switch {
-	case r.State == executor.StateRunning:
-		return "is running"
-	case r.TimedOut:
-		return fmt.Sprintf("timed out (exit %d)", r.ExitCode)
-	case r.OOMKilled:
-		return fmt.Sprintf("%s, out of memory (exit %d)", r.State, r.ExitCode)
-	case r.Signal != "":
-		return fmt.Sprintf("%s (exit %d, %s)", r.State, r.ExitCode, r.Signal)
-	case r.Error != "":
-		return fmt.Sprintf("%s (exit %d): %s", r.State, r.ExitCode, r.Error)
-	}
-	return fmt.Sprintf("%s (exit %d)", r.State, r.ExitCode)
 }
 
 func commandLine(p executor.Process) string {

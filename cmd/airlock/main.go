@@ -13,8 +13,8 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
-	"github.com/airlock-sandbox/airlock/server"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, "airlock:", err)
 		}
-		if e := (*server.Error)(nil); errors.As(err, &e) && e.Status == http.StatusUnauthorized {
+		if e := (*api.Error)(nil); errors.As(err, &e) && e.Status == http.StatusUnauthorized {
 			fmt.Fprintln(stderr, "airlock: the token sent is $AIRLOCK_TOKEN's")
 		}
 		return exitUsage

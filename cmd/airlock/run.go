@@ -48,17 +48,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 // explain prints what a person at a terminal would otherwise have to guess: why
 // the run ended the way it did.
 func explain(w io.Writer, r executor.Result) {
-	switch {
-	case r.State == executor.StateFailed:
-		fmt.Fprintf(w, "airlock: %s\n", r.Error)
-	case r.Blocked:
-		fmt.Fprintf(w, "airlock: blocked by policy [%s]: %s (nothing ran)\n", r.BlockRule, r.BlockReason)
-	case r.TimedOut:
-		fmt.Fprintf(w, "airlock: timed out after %s (exit %d)\n", time.Duration(r.DurationMS)*time.Millisecond, r.ExitCode)
-	case r.OOMKilled:
-		fmt.Fprintf(w, "airlock: out of memory: the kernel killed a process (exit %d)\n", r.ExitCode)
-	case r.State == executor.StateKilled:
-		fmt.Fprintf(w, "airlock: killed (exit %d)\n", r.ExitCode)
+	if r.State != executor.StateCompleted || r.OOMKilled {
+		fmt.Fprintf(w, "airlock: %s\n", r.Outcome())
 	}
 	if r.StdoutTruncated || r.StderrTruncated {
 		fmt.Fprintf(w, "airlock: output over --max-output was not kept in the result (stdout %d bytes, stderr %d bytes)\n", r.StdoutBytes, r.StderrBytes)

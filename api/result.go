@@ -1,6 +1,9 @@
-package executor
+package api
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // State is where a run is in its life, or how it ended.
 type State string
@@ -76,4 +79,30 @@ type ResourceUsage struct {
 	// about once a second, so a run that ends sooner may have none: then the figures
 	// are zero because they were not measured, not because nothing was used.
 	Samples int `json:"samples"`
+}
+
+// Outcome says in one line how the run ended, or that it runs: what a person
+// at a terminal, or an LLM reading a tool's answer, would otherwise have to
+// work out from the fields.
+func (r Result) Outcome() string {
+	d := time.Duration(r.DurationMS) * time.Millisecond
+	switch {
+	case r.State == StateRunning:
+		return fmt.Sprintf("is running (%s so far)", d)
+	case r.Blocked:
+		return fmt.Sprintf("blocked by policy [%s]: %s; nothing ran (exit %d)", r.BlockRule, r.BlockReason, r.ExitCode)
+	case r.TimedOut:
+		return fmt.Sprintf("timed out after %s and was killed (exit %d)", d, r.ExitCode)
+	case r.OOMKilled:
+		return fmt.Sprintf("ran out of memory: the kernel killed it (exit %d)", r.ExitCode)
+	case r.State == StateFailed:
+		return fmt.Sprintf("could not run: %s (exit %d)", r.Error, r.ExitCode)
+	case r.State == StateKilled && r.Signal == "":
+		return fmt.Sprintf("killed (exit %d)", r.ExitCode)
+	case r.State == StateKilled:
+		return fmt.Sprintf("killed (exit %d, %s)", r.ExitCode, r.Signal)
+	case r.Signal != "":
+		return fmt.Sprintf("completed with exit code %d in %s (%s)", r.ExitCode, d, r.Signal)
+	}
+	return fmt.Sprintf("completed with exit code %d in %s", r.ExitCode, d)
 }
