@@ -19,17 +19,9 @@ const (
 // Logs returns a job's output from its log files, which outlive its container and
 // any airlock process.
 func (e *Executor) Logs(ctx context.Context, id string, opts LogsOptions) (Logs, error) {
-	streams, err := chooseStreams(opts.Stream)
+	streams, err := checkLogs(&opts)
 	if err != nil {
 		return Logs{}, err
-	}
-	switch {
-	case opts.Offset < 0:
-		return Logs{}, &SpecError{Field: "offset", Reason: "must not be negative"}
-	case opts.Limit < 0 || opts.Limit > maxLogsLimit:
-		return Logs{}, &SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..%d", opts.Limit, maxLogsLimit)}
-	case opts.Limit == 0:
-		opts.Limit = defaultLogsLimit
 	}
 	j, err := e.job(id)
 	if err != nil {
@@ -54,6 +46,30 @@ func (e *Executor) Logs(ctx context.Context, id string, opts LogsOptions) (Logs,
 		}
 	}
 	return out, nil
+}
+
+// CheckLogs reports the first invalid field of opts, as Logs would, and reads
+// nothing: for a caller that must refuse a follow before it starts answering.
+func CheckLogs(opts LogsOptions) error {
+	_, err := checkLogs(&opts)
+	return err
+}
+
+// checkLogs checks opts, fills in the default limit, and returns the streams.
+func checkLogs(opts *LogsOptions) ([]int, error) {
+	streams, err := chooseStreams(opts.Stream)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case opts.Offset < 0:
+		return nil, &SpecError{Field: "offset", Reason: "must not be negative"}
+	case opts.Limit < 0 || opts.Limit > maxLogsLimit:
+		return nil, &SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..%d", opts.Limit, maxLogsLimit)}
+	case opts.Limit == 0:
+		opts.Limit = defaultLogsLimit
+	}
+	return streams, nil
 }
 
 // follow delivers the chosen streams from opts.Offset as the files grow, until

@@ -28,47 +28,39 @@ func (a *httpAPI) followLogs(w http.ResponseWriter, r *http.Request, tenant stri
 	if err != nil {
 		return err
 	}
-	if _, err := a.svc.owned(tenant, req.ID); err != nil {
-		return err
-	}
-	if _, err := a.svc.ex.Logs(r.Context(), req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset, Limit: 1}); err != nil {
-		return err // invalid options, named before the stream starts
-	}
-	extend(w, 0)
 	ctx, cancel := mergeCancel(r.Context(), a.streams)
 	defer cancel()
 	es := newEventStream(w)
 	defer es.close() // no write after the handler returns
-	es.send("open", map[string]any{"id": req.ID, "encoding": cmp.Or(req.Encoding, "utf8")})
 	chunks := map[string]*chunker{}
 	for _, stream := range []string{"stdout", "stderr"} {
 		c := newChunker(enc, req.Encoding)
 		chunks[stream] = &c
 	}
-	_, err = a.svc.Logs(ctx, tenant, req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset,
+	begin := func() {
+		extend(w, 0)
+		es.send("open", map[string]any{"id": req.ID, "encoding": cmp.Or(req.Encoding, "utf8")})
+	}
+	res, err := a.svc.Follow(ctx, tenant, req.ID, executor.LogsOptions{Stream: req.Stream, Offset: req.Offset,
 		Follow: func(c executor.LogChunk) error {
 			if chunk, ok := chunks[c.Stream].next(c.Offset, c.Data); ok {
 				return es.send(c.Stream, chunk)
 			}
 			return nil
-		}})
-	if err == nil {
-		for _, stream := range []string{"stdout", "stderr"} {
-			if chunk, ok := chunks[stream].flush(); ok {
-				es.send(stream, chunk)
-			}
-		}
-	}
-	if err != nil {
+		}}, begin)
+	switch {
+	case err != nil && !es.started():
+		return err // refused before the stream began: an ordinary error answer
+	case err != nil:
 		if ctx.Err() == nil {
-			es.send("error", errorBody{a.svc.errorOf(ctx, err)})
+			es.send("error", errorBody{a.errorOf(ctx, err)})
 		}
 		return nil
 	}
-	res, err := a.svc.ex.Get(ctx, req.ID)
-	if err != nil {
-		es.send("error", errorBody{a.svc.errorOf(ctx, err)})
-		return nil
+	for _, stream := range []string{"stdout", "stderr"} {
+		if chunk, ok := chunks[stream].flush(); ok {
+			es.send(stream, chunk)
+		}
 	}
 	es.send("end", api.LogsEnd{ID: res.ID, State: res.State, ExitCode: res.ExitCode, Signal: res.Signal,
 		TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, DurationMS: res.DurationMS,
@@ -253,7 +245,7 @@ func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant strin
 	case !es.started():
 		return err
 	default:
-		es.send("error", errorBody{a.svc.errorOf(r.Context(), err)})
+		es.send("error", errorBody{a.errorOf(r.Context(), err)})
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -209,32 +208,6 @@ func (s *Service) tenant(name string) (*tenantState, error) {
 	return t, nil
 }
 
-// errorOf maps an error to the service's error shape: the one place where
-// failures become statuses.
-func (s *Service) errorOf(ctx context.Context, err error) *api.Error {
-	var se *executor.SpecError
-	var e *api.Error
-	switch {
-	case errors.As(err, &e):
-		return e
-	case errors.As(err, &se):
-		return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: se.Error(), Field: se.Field}
-	case errors.Is(err, executor.ErrNotFound):
-		return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
-	case errors.Is(err, executor.ErrRunning):
-		return &api.Error{Status: http.StatusConflict, Code: "running", Message: err.Error()}
-	case errors.Is(err, executor.ErrEngine):
-		s.metrics.engineErrors.Inc()
-		if perr := s.Ready(ctx); perr != nil {
-			return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: perr.Error()}
-		}
-		return &api.Error{Status: http.StatusBadGateway, Code: "engine_error", Message: err.Error()}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &api.Error{Status: http.StatusServiceUnavailable, Code: "cancelled", Message: err.Error()}
-	}
-	return &api.Error{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
-}
-
 // Ready reports whether the engine answers.
 func (s *Service) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -242,9 +215,13 @@ func (s *Service) Ready(ctx context.Context) error {
 	return s.ex.Ping(ctx)
 }
 
-func notFound(id string) *api.Error {
-	return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("process %q: no such process", id)}
+// notFound is the answer for an unknown id, and for another tenant's.
+func notFound(id string) error {
+	return fmt.Errorf("process %q: %w", id, executor.ErrNotFound)
 }
+
+// ErrBusy is returned when a tenant has as many runs active as its limit.
+var ErrBusy = errors.New("busy")
 
 // own fails with not_found unless the job exists and belongs to t: another
 // tenant's id answers exactly as an unknown one.
@@ -270,8 +247,7 @@ func (s *Service) reserve(t *tenantState) (release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.active >= t.limits.MaxConcurrent {
-		return nil, &api.Error{Status: http.StatusTooManyRequests, Code: "busy",
-			Message: fmt.Sprintf("the tenant has %d runs active, its limit; retry when one ends", t.active)}
+		return nil, fmt.Errorf("%w: the tenant has %d runs active, its limit; retry when one ends", ErrBusy, t.active)
 	}
 	t.active++
 	var once sync.Once
@@ -348,14 +324,14 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 }
 
 // runError decides whether the error of a run that failed in the engine is the
-// server's (503: the engine no longer answers) or only the run's, which its
-// Result (state failed, exit 125, error) explains.
+// server's (the engine no longer answers: the caller gets it) or only the run's,
+// which its Result (state failed, exit 125, error) explains.
 func (s *Service) runError(ctx context.Context, err error) error {
 	if err == nil || !errors.Is(err, executor.ErrEngine) {
 		return err
 	}
-	if e := s.errorOf(ctx, err); e.Status == http.StatusServiceUnavailable {
-		return e
+	if s.Ready(ctx) != nil {
+		return err
 	}
 	return nil
 }
@@ -454,6 +430,25 @@ func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.Log
 	return s.ex.Logs(ctx, id, opts)
 }
 
+// Follow delivers a job's output from opts.Offset to opts.Follow as the job
+// writes it, until the job has ended and every byte is delivered, and returns
+// the job's Result. begin is called once the request is known to be good (the
+// job is the tenant's, the options valid), before the first chunk, so that a
+// refusal can still be an ordinary answer.
+func (s *Service) Follow(ctx context.Context, tenant, id string, opts executor.LogsOptions, begin func()) (executor.Result, error) {
+	if _, err := s.owned(tenant, id); err != nil {
+		return executor.Result{}, err
+	}
+	if err := executor.CheckLogs(opts); err != nil {
+		return executor.Result{}, err
+	}
+	begin()
+	if _, err := s.ex.Logs(ctx, id, opts); err != nil {
+		return executor.Result{}, err
+	}
+	return s.ex.Get(ctx, id)
+}
+
 // Kill signals a background job, with escalation to SIGKILL after forceAfter.
 func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfter time.Duration, via, remote string) (executor.KillResult, error) {
 	t, err := s.owned(tenant, id)
@@ -518,10 +513,6 @@ func (s *Service) Check(ctx context.Context, tenant string, req api.CheckRequest
 	t, err := s.tenant(tenant)
 	if err != nil {
 		return api.CheckResult{}, err
-	}
-	if (req.Command == "") == (len(req.Argv) == 0) {
-		return api.CheckResult{}, &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "command",
-			Message: "command: give exactly one of command or argv"}
 	}
 	// The command is bounded as a run's would be, before the policy parses it.
 	d, err := s.ex.CheckCommand(t.caller, req.Command, req.Argv)

@@ -1,0 +1,38 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// errorOf maps an error to the API's error shape: the one place where failures
+// become HTTP statuses.
+func (a *httpAPI) errorOf(ctx context.Context, err error) *api.Error {
+	var se *executor.SpecError
+	var e *api.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &se):
+		return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: se.Error(), Field: se.Field}
+	case errors.Is(err, executor.ErrNotFound):
+		return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
+	case errors.Is(err, ErrBusy):
+		return &api.Error{Status: http.StatusTooManyRequests, Code: "busy", Message: err.Error()}
+	case errors.Is(err, executor.ErrRunning):
+		return &api.Error{Status: http.StatusConflict, Code: "running", Message: err.Error()}
+	case errors.Is(err, executor.ErrEngine):
+		a.svc.metrics.engineErrors.Inc()
+		if perr := a.svc.Ready(ctx); perr != nil {
+			return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: perr.Error()}
+		}
+		return &api.Error{Status: http.StatusBadGateway, Code: "engine_error", Message: err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: "cancelled", Message: err.Error()}
+	}
+	return &api.Error{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
+}
