@@ -146,10 +146,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 
 	if d := a.decision; !d.Allowed {
 		j.finish(StateBlocked, ExitBlocked, "")
-		j.BlockRule, j.BlockReason = d.Rule, d.Reason
-		if d.Match != "" {
-			j.BlockReason += ": " + d.Match
-		}
+		j.BlockRule, j.BlockReason = d.Rule, blockReason(d)
 		j.FinishedAt = j.StartedAt
 		return j.process(), e.put(j)
 	}
@@ -166,32 +163,23 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
 		return fail(err)
 	}
+	// The engine keeps the job's output; its container carries the store's label
+	// and no deadline: it outlives this process, and reconcile knows it as a job.
 	plan := e.plan(j.ID, s)
 	plan.LogCap = j.LogCap
 	plan.Labels[LabelStore] = e.store.ID()
 	delete(plan.Labels, LabelDeadline)
-	cid, err := e.create(ctx, plan)
+	sb, err := e.launch(ctx, plan, false)
 	if err != nil {
+		if sb != nil {
+			e.discard(context.WithoutCancel(ctx), sb.containerID)
+		}
 		return fail(err)
 	}
-	var att *attachment
-	if s.Stdin != nil {
-		if att, err = e.eng.attach(context.WithoutCancel(ctx), cid, true); err != nil {
-			e.discard(context.WithoutCancel(ctx), cid)
-			return fail(e.engineErr("attach", err))
-		}
+	if sb.att != nil {
+		e.feed(sb.att, *s.Stdin)
 	}
-	if err := e.eng.start(ctx, cid); err != nil {
-		if att != nil {
-			att.close()
-		}
-		e.discard(context.WithoutCancel(ctx), cid)
-		return fail(e.engineErr("start container", err))
-	}
-	if att != nil {
-		e.feed(att, *s.Stdin)
-	}
-	j.ContainerID, j.StartedAt = cid, time.Now().UTC()
+	j.ContainerID, j.StartedAt = sb.containerID, time.Now().UTC()
 	if s.Timeout > 0 {
 		j.Deadline = j.StartedAt.Add(s.Timeout.Duration())
 	}

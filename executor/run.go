@@ -69,7 +69,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		return failedResult(res, err)
 	}
 
-	sb, err := e.launch(ctx, res.ID, s)
+	sb, err := e.launch(ctx, e.plan(res.ID, s), true)
 	if sb != nil {
 		// Whatever happens from here, the container goes; its removal must not
 		// depend on a context the caller may already have cancelled.
@@ -93,12 +93,14 @@ type sandbox struct {
 	waitErr     error         // set before exited is closed
 }
 
-// launch creates, attaches to and starts the container for one run. A non-nil
-// sandbox must be discarded even when err is set. It is the one place that decides
-// how a sandbox comes to exist, so that a pool of pre-started ones can take its
-// place.
-func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, error) {
-	cid, err := e.create(ctx, e.plan(id, s))
+// launch creates and starts the container of plan: the one place that decides
+// how a sandbox comes to exist, for a run and for a job alike, so that a pool
+// of pre-started ones can take its place. attached (a foreground run): airlock
+// holds the container's streams and waits for its end; otherwise (a background
+// job) the engine keeps its output, and only a stdin, if the plan has one, is
+// attached. A non-nil sandbox must be discarded even when err is set.
+func (e *Executor) launch(ctx context.Context, plan containerPlan, attached bool) (*sandbox, error) {
+	cid, err := e.create(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -107,18 +109,27 @@ func (e *Executor) launch(ctx context.Context, id string, s Spec) (*sandbox, err
 	// Streams and the wait outlive ctx: after a cancel, airlock still kills the
 	// container and drains what it wrote.
 	bg := context.WithoutCancel(ctx)
-	if sb.att, err = e.eng.attach(bg, cid, s.Stdin != nil); err != nil {
-		return sb, e.engineErr("attach", err)
+	if attached || plan.OpenStdin {
+		if sb.att, err = e.eng.attach(bg, cid, plan.OpenStdin); err != nil {
+			return sb, e.engineErr("attach", err)
+		}
 	}
-	waitC := e.eng.wait(bg, cid, true)
+	var waitC <-chan error
+	if attached {
+		waitC = e.eng.wait(bg, cid, true)
+	}
 	if err := e.eng.start(ctx, cid); err != nil {
-		sb.att.close()
+		if sb.att != nil {
+			sb.att.close()
+		}
 		return sb, e.engineErr("start container", err)
 	}
-	go func() {
-		sb.waitErr = <-waitC
-		close(sb.exited)
-	}()
+	if attached {
+		go func() {
+			sb.waitErr = <-waitC
+			close(sb.exited)
+		}()
+	}
 	return sb, nil
 }
 
@@ -389,12 +400,17 @@ func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock b
 // blocked is the Result of a command the policy refused: nothing ran.
 func blockedResult(r Result, d policy.Decision) Result {
 	r.State, r.Blocked, r.ExitCode = StateBlocked, true, ExitBlocked
-	r.BlockRule, r.BlockReason = d.Rule, d.Reason
-	if d.Match != "" {
-		r.BlockReason += ": " + d.Match
-	}
+	r.BlockRule, r.BlockReason = d.Rule, blockReason(d)
 	r.FinishedAt = r.StartedAt
 	return r
+}
+
+// blockReason is the policy's reason, with the simple command it refused.
+func blockReason(d policy.Decision) string {
+	if d.Match != "" {
+		return d.Reason + ": " + d.Match
+	}
+	return d.Reason
 }
 
 // failed marks r as an infrastructure failure and returns it with err.
