@@ -8,7 +8,7 @@ import (
 // State is where a run is in its life, or how it ended.
 type State string
 
-// The states of SPEC §5.
+// The states a run is in, or ended in.
 const (
 	StateRunning   State = "running"
 	StateCompleted State = "completed" // the process exited by itself, whatever its code

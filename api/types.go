@@ -36,7 +36,7 @@ type Spec struct {
 	Network string `json:"network,omitempty" jsonschema:"network to join (default none: no network)"`
 	// Runtime is the OCI runtime: "runc" or "runsc" (gVisor).
 	Runtime string `json:"runtime,omitempty" jsonschema:"OCI runtime: runc or runsc (gVisor), as the server allows"`
-	// Background asks for a detached job (SPEC §6). Run refuses it.
+	// Background asks for a detached job. Run refuses it; Start sets it.
 	Background bool `json:"background,omitempty" jsonschema:"start a background job and return its id at once (HTTP only; over MCP use the start tool)"`
 	// MaxOutput caps each of stdout and stderr in the Result, in bytes.
 	MaxOutput int64 `json:"max_output,omitempty" jsonschema:"bytes of each of stdout and stderr kept in the result (default 1048576, 1 MiB)"`

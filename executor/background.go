@@ -19,7 +19,7 @@ import (
 	"github.com/airlock-sandbox/airlock/store"
 )
 
-// Background jobs (SPEC §6). A job is a detached container whose output the
+// Background jobs (docs/DESIGN.md, "Jobs and crashes"). A job is a detached container whose output the
 // engine keeps in a bounded log; whichever airlock process holds the job's lock
 // copies that log into the data dir, enforces the job's deadlines, and records how
 // it ended. The record and the log files are the truth: any process on the same

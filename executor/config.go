@@ -74,7 +74,7 @@ const (
 	PullMissing PullPolicy = "missing"
 )
 
-// DefaultConfig returns the defaults of SPEC §3.
+// DefaultConfig returns the shipped defaults (docs/sandbox.md).
 func DefaultConfig() Config {
 	return Config{
 		DefaultImage: "airlock/minimal",

@@ -11,7 +11,8 @@ import (
 // Mode is how strict a Policy is.
 type Mode string
 
-// The modes of SPEC §7.
+// The modes: off judges nothing, standard refuses what a rule matches, strict
+// also refuses what no static check can decide.
 const (
 	ModeOff      Mode = "off"      // allow everything
 	ModeStandard Mode = "standard" // refuse what a rule matches
@@ -64,7 +65,8 @@ type Decision struct {
 	Mode Mode `json:"mode"`
 }
 
-// MarshalJSON adds "blocked", the field name the seed tools' is_blocked uses.
+// MarshalJSON adds "blocked", the field name the is_blocked tools of other
+// agent platforms use.
 func (d Decision) MarshalJSON() ([]byte, error) {
 	type plain Decision
 	return json.Marshal(struct {

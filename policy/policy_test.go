@@ -1,6 +1,6 @@
 package policy
 
-// Table tests for the policy contract (/tmp/policy-semantics.md, SPEC §7).
+// Table tests for the policy contract (docs/policy.md).
 //
 // Files:
 //   policy_test.go        helpers; group 1 (seed patterns), group 6 (mode off), group 8 (New errors)
@@ -197,7 +197,7 @@ func withStrictCopies(cases []tcase, strictAlt map[string][]string) []tcase {
 }
 
 // ---------------------------------------------------------------------------
-// Group 1: the seed patterns (SPEC §7 deny rules).
+// Group 1: the built-in deny rules, one table per technique.
 
 // topLevelDirs is the contract's list of top-level system directories.
 var topLevelDirs = []string{"/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",

@@ -10,7 +10,8 @@ type Rule struct {
 // The rules. Built-in deny rules apply in standard and strict mode; the strict
 // rules only in strict mode; the operator rules when the operator configured them.
 var (
-	// Built-in deny rules (the seed documents' blocklists, decided on parsed commands).
+	// Built-in deny rules (the blocklists of the agent tools airlock replaces,
+	// decided on parsed commands).
 	RuleRmRoot      = Rule{"rm-root", "recursive delete of / or a top-level system directory"}
 	RuleFindDelete  = Rule{"find-delete-root", "find deletes from / or a top-level system directory"}
 	RuleMkfs        = Rule{"mkfs", "formats a filesystem or wipes a disk"}

@@ -33,7 +33,7 @@ var strictDynamic = []strictPair{
 	{cmd: `"$@"`, rule: "dynamic-command"},
 	{cmd: `$(echo $x)`, rule: "dynamic-command", note: "echo of an unknown variable"},
 	{cmd: "`cat name` -la", rule: "dynamic-command"},
-	{cmd: `$(echo c3VkbwoK | base64 -d) id`, rule: "dynamic-command", note: "the SPEC example"},
+	{cmd: `$(echo c3VkbwoK | base64 -d) id`, rule: "dynamic-command", note: "the README's example"},
 	{cmd: `/bin/r? -rf /tmp/x`, rule: "dynamic-command", note: "glob in the name"},
 	{cmd: `/bin/r* x`, rule: "dynamic-command"},
 	{cmd: `x=$(cat f); $x`, rule: "dynamic-command", note: "non-literal value"},

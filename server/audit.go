@@ -15,7 +15,7 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
-// auditLog appends one JSON line per decision and per run (SPEC §8). Env values
+// auditLog appends one JSON line per decision and per run. Env values
 // and tokens never reach it: specs are reduced to env names, and tokens appear
 // only as fingerprints.
 //

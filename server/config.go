@@ -91,7 +91,7 @@ type Token struct {
 	Tenant string `json:"tenant"`
 }
 
-// DefaultConfig returns the defaults of SPEC §3 and §10.
+// DefaultConfig returns the shipped defaults of `airlock serve`.
 func DefaultConfig() Config {
 	ec := executor.DefaultConfig()
 	return Config{

@@ -1,4 +1,4 @@
-// Command bench measures SPEC §12's figures in one run on one engine: the latency
+// Command bench measures airlock's performance figures in one run on one engine: the latency
 // of `echo hi` through executor.Run, through `docker run --rm` with the same
 // container settings, and through the bare Docker API (the floor); the throughput
 // of executor.Run at concurrency 1 and 8; with 200 background jobs running, the
