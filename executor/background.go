@@ -203,10 +203,10 @@ func (e *Executor) feed(att *attachment, stdin string) {
 	e.feeding.Go(func() {
 		// The output comes through the engine's log; this connection only feeds stdin.
 		var drained sync.WaitGroup
-		drained.Go(func() { att.copyOutput(io.Discard, io.Discard) })
-		io.WriteString(att.stdin, stdin) // fails only when the process is gone
-		att.closeStdin()
-		att.close()
+		drained.Go(func() { att.CopyOutput(io.Discard, io.Discard) })
+		io.WriteString(att.Stdin, stdin) // fails only when the process is gone
+		att.CloseStdin()
+		att.Close()
 		drained.Wait()
 		e.feedMu.Lock()
 		delete(e.feeds, att)
@@ -229,7 +229,7 @@ func (e *Executor) stopFeeds() {
 	e.feedMu.Lock()
 	for att := range e.feeds {
 		e.cfg.Logger.Warn("a job did not read all of its stdin before airlock closed; the rest is dropped")
-		att.close()
+		att.Close()
 	}
 	e.feedMu.Unlock()
 	<-done
@@ -327,7 +327,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 		msg := fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, j.State, j.ExitCode)
 		return KillResult{Process: j.process(), AlreadyEnded: true, Message: msg}, nil
 	}
-	if err := e.eng.kill(ctx, containerRef(j), sig); err != nil {
+	if err := e.eng.Kill(ctx, containerRef(j), sig); err != nil {
 		return KillResult{}, e.engineErr("kill", err)
 	}
 	e.adopt(j)

@@ -23,7 +23,7 @@ func TestStartBlockedByPolicyIsRecordedAndRunsNothing(t *testing.T) {
 	if p.State != StateBlocked || !p.Blocked || p.BlockRule != "rm-root" || p.ExitCode == nil || *p.ExitCode != ExitBlocked {
 		t.Errorf("Start = %+v, want blocked by rm-root with 126", p)
 	}
-	if calls := f.methods(); len(calls) != 0 {
+	if calls := f.Methods(); len(calls) != 0 {
 		t.Errorf("engine calls %q for a refused job, want none", calls)
 	}
 	r, err := e.Get(t.Context(), p.ID)
@@ -40,8 +40,8 @@ func TestStartEngineFailuresAreRecorded(t *testing.T) {
 		want    string
 	}{
 		{"runtime absent", func(f *fakeEngine) {}, Spec{Command: "true", Runtime: "runsc"}, `runtime "runsc" is not installed`},
-		{"create fails", func(f *fakeEngine) { f.createErrs = []error{errFake} }, Spec{Command: "true"}, "create container"},
-		{"start fails", func(f *fakeEngine) { f.startErr = errFake }, Spec{Command: "true"}, "start container"},
+		{"create fails", func(f *fakeEngine) { f.CreateErrs = []error{errFake} }, Spec{Command: "true"}, "create container"},
+		{"start fails", func(f *fakeEngine) { f.StartErr = errFake }, Spec{Command: "true"}, "start container"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeEngine()

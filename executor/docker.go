@@ -47,7 +47,7 @@ func newDockerEngine() (*dockerEngine, error) {
 
 func (d *dockerEngine) Close() error { return d.c.Close() }
 
-func (d *dockerEngine) info(ctx context.Context) (engineInfo, error) {
+func (d *dockerEngine) Info(ctx context.Context) (engineInfo, error) {
 	if _, err := d.c.Ping(ctx); err != nil {
 		return engineInfo{}, err
 	}
@@ -63,7 +63,7 @@ func (d *dockerEngine) info(ctx context.Context) (engineInfo, error) {
 	return engineInfo{Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes}, nil
 }
 
-func (d *dockerEngine) inspectImage(ctx context.Context, ref string) (Image, bool, error) {
+func (d *dockerEngine) InspectImage(ctx context.Context, ref string) (Image, bool, error) {
 	in, err := d.c.ImageInspect(ctx, ref)
 	switch {
 	case cerrdefs.IsNotFound(err):
@@ -79,12 +79,12 @@ func (d *dockerEngine) inspectImage(ctx context.Context, ref string) (Image, boo
 	return img, true, nil
 }
 
-func (d *dockerEngine) removeImage(ctx context.Context, id string) error {
+func (d *dockerEngine) RemoveImage(ctx context.Context, id string) error {
 	_, err := d.c.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true})
 	return err
 }
 
-func (d *dockerEngine) buildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error {
+func (d *dockerEngine) BuildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error {
 	resp, err := d.c.ImageBuild(ctx, buildContext, build.ImageBuildOptions{
 		Tags:        []string{tag},
 		Labels:      labels,
@@ -100,7 +100,7 @@ func (d *dockerEngine) buildImage(ctx context.Context, tag string, buildContext 
 	return jsonmessage.DisplayJSONMessagesStream(resp.Body, progress, 0, false, nil)
 }
 
-func (d *dockerEngine) pullImage(ctx context.Context, ref string) error {
+func (d *dockerEngine) PullImage(ctx context.Context, ref string) error {
 	rc, err := d.c.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (d *dockerEngine) pullImage(ctx context.Context, ref string) error {
 	return jsonmessage.DisplayJSONMessagesStream(rc, io.Discard, 0, false, nil)
 }
 
-func (d *dockerEngine) listImages(ctx context.Context) ([]Image, error) {
+func (d *dockerEngine) ListImages(ctx context.Context) ([]Image, error) {
 	list, err := d.c.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", images.Label))})
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (d *dockerEngine) listImages(ctx context.Context) ([]Image, error) {
 	return out, nil
 }
 
-func (d *dockerEngine) create(ctx context.Context, p containerPlan) (string, error) {
+func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, error) {
 	tmpfsOpts := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", p.TmpfsSize, tmpfsInodes(p.TmpfsSize))
 	init := true
 	pids := p.Pids
@@ -232,23 +232,23 @@ var maskedPaths = []string{
 	"/sys/devices/virtual/powercap",
 }
 
-func (d *dockerEngine) attach(ctx context.Context, id string, stdin bool) (*attachment, error) {
+func (d *dockerEngine) Attach(ctx context.Context, id string, stdin bool) (*attachment, error) {
 	hj, err := d.c.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: stdin, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, err
 	}
 	return &attachment{
-		copyOutput: func(stdout, stderr io.Writer) error {
+		CopyOutput: func(stdout, stderr io.Writer) error {
 			_, err := stdcopy.StdCopy(stdout, stderr, hj.Reader)
 			return err
 		},
-		stdin:      hj.Conn,
-		closeStdin: hj.CloseWrite,
-		close:      hj.Close,
+		Stdin:      hj.Conn,
+		CloseStdin: hj.CloseWrite,
+		Close:      hj.Close,
 	}, nil
 }
 
-func (d *dockerEngine) wait(ctx context.Context, id string, nextExit bool) <-chan error {
+func (d *dockerEngine) Wait(ctx context.Context, id string, nextExit bool) <-chan error {
 	done := make(chan error, 1)
 	cond := container.WaitConditionNotRunning
 	if nextExit {
@@ -270,11 +270,11 @@ func (d *dockerEngine) wait(ctx context.Context, id string, nextExit bool) <-cha
 	return done
 }
 
-func (d *dockerEngine) start(ctx context.Context, id string) error {
+func (d *dockerEngine) Start(ctx context.Context, id string) error {
 	return d.c.ContainerStart(ctx, id, container.StartOptions{})
 }
 
-func (d *dockerEngine) kill(ctx context.Context, id, signal string) error {
+func (d *dockerEngine) Kill(ctx context.Context, id, signal string) error {
 	err := d.c.ContainerKill(ctx, id, signal)
 	if err != nil && (cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) || isNotRunning(err)) {
 		return nil // already gone or already stopped: the kill has nothing left to do
@@ -284,7 +284,7 @@ func (d *dockerEngine) kill(ctx context.Context, id, signal string) error {
 
 func isNotRunning(err error) bool { return strings.Contains(err.Error(), "is not running") }
 
-func (d *dockerEngine) inspect(ctx context.Context, id string) (containerState, error) {
+func (d *dockerEngine) Inspect(ctx context.Context, id string) (containerState, error) {
 	in, err := d.c.ContainerInspect(ctx, id)
 	if cerrdefs.IsNotFound(err) {
 		return containerState{}, fmt.Errorf("%w: %v", errNoContainer, err)
@@ -303,7 +303,7 @@ func (d *dockerEngine) inspect(ctx context.Context, id string) (containerState, 
 	}, nil
 }
 
-func (d *dockerEngine) stats(ctx context.Context, id string, sample func(usageSample)) error {
+func (d *dockerEngine) Stats(ctx context.Context, id string, sample func(usageSample)) error {
 	resp, err := d.c.ContainerStats(ctx, id, true)
 	if err != nil {
 		return err
@@ -337,7 +337,7 @@ func (d *dockerEngine) stats(ctx context.Context, id string, sample func(usageSa
 	}
 }
 
-func (d *dockerEngine) logs(ctx context.Context, id string, since time.Time, follow bool, frame func(logFrame) error) error {
+func (d *dockerEngine) Logs(ctx context.Context, id string, since time.Time, follow bool, frame func(logFrame) error) error {
 	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true, Follow: follow}
 	if !since.IsZero() {
 		opts.Since = fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond())
@@ -392,7 +392,7 @@ func readLogFrames(r io.Reader, frame func(logFrame) error) error {
 	}
 }
 
-func (d *dockerEngine) list(ctx context.Context, label string) ([]containerSummary, error) {
+func (d *dockerEngine) List(ctx context.Context, label string) ([]containerSummary, error) {
 	cs, err := d.c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
 	if err != nil {
 		return nil, err
@@ -404,7 +404,7 @@ func (d *dockerEngine) list(ctx context.Context, label string) ([]containerSumma
 	return out, nil
 }
 
-func (d *dockerEngine) remove(ctx context.Context, id string) error {
+func (d *dockerEngine) Remove(ctx context.Context, id string) error {
 	err := d.c.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "already in progress")) {
 		return nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/images"
+	"github.com/airlock-sandbox/airlock/internal/engine"
 	"github.com/airlock-sandbox/airlock/store"
 )
 
@@ -28,7 +29,7 @@ const (
 // Executor runs Specs in sandbox containers. It is safe for concurrent use.
 type Executor struct {
 	cfg      Config
-	eng      engine
+	eng      engineAPI
 	closeEng func() error
 
 	mu   sync.Mutex
@@ -61,8 +62,9 @@ func WithConfig(c Config) Option {
 	return func(e *Executor) error { e.cfg = c; return nil }
 }
 
-// withEngine replaces the Docker engine, for unit tests.
-func withEngine(eng engine) Option {
+// WithEngine replaces the Docker engine: for unit tests, with the fake of
+// internal/enginefake, of the executor and of the packages above it.
+func WithEngine(eng engine.Engine) Option {
 	return func(e *Executor) error { e.eng = eng; return nil }
 }
 
@@ -87,7 +89,7 @@ func New(opts ...Option) (*Executor, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	info, err := e.eng.info(ctx)
+	info, err := e.eng.Info(ctx)
 	if err != nil {
 		e.Close()
 		return nil, e.engineErr("unreachable", err)
@@ -126,7 +128,7 @@ func (e *Executor) Close() error {
 
 // Ping asks the engine whether it answers.
 func (e *Executor) Ping(ctx context.Context) error {
-	if _, err := e.eng.info(ctx); err != nil {
+	if _, err := e.eng.Info(ctx); err != nil {
 		return e.engineErr("unreachable", err)
 	}
 	return nil
@@ -154,7 +156,7 @@ func (e *Executor) checkRuntime(ctx context.Context, name string) error {
 	if have {
 		return nil
 	}
-	info, err := e.eng.info(ctx)
+	info, err := e.eng.Info(ctx)
 	if err != nil {
 		return e.engineErr("unreachable", err)
 	}
@@ -171,7 +173,7 @@ func (e *Executor) checkRuntime(ctx context.Context, name string) error {
 // (airlock's own images) or, when the pull policy allows, pulling it, if the
 // engine lacks it.
 func (e *Executor) image(ctx context.Context, ref string) (Image, error) {
-	img, found, err := e.eng.inspectImage(ctx, ref)
+	img, found, err := e.eng.InspectImage(ctx, ref)
 	if err != nil {
 		return Image{}, e.engineErr(fmt.Sprintf("inspect image %q", ref), err)
 	}
@@ -180,7 +182,7 @@ func (e *Executor) image(ctx context.Context, ref string) (Image, error) {
 	}
 	e.buildMu.Lock()
 	defer e.buildMu.Unlock()
-	if img, found, err = e.eng.inspectImage(ctx, ref); err != nil || found { // built meanwhile?
+	if img, found, err = e.eng.InspectImage(ctx, ref); err != nil || found { // built meanwhile?
 		if err != nil {
 			return Image{}, e.engineErr(fmt.Sprintf("inspect image %q", ref), err)
 		}
@@ -197,11 +199,11 @@ func (e *Executor) image(ctx context.Context, ref string) (Image, error) {
 		}
 		pullCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		if err := e.eng.pullImage(pullCtx, ref); err != nil {
+		if err := e.eng.PullImage(pullCtx, ref); err != nil {
 			return Image{}, e.engineErr(fmt.Sprintf("image %q is not on the engine, and pulling it failed", ref), err)
 		}
 	}
-	img, found, err = e.eng.inspectImage(ctx, ref)
+	img, found, err = e.eng.InspectImage(ctx, ref)
 	switch {
 	case err != nil:
 		return Image{}, e.engineErr(fmt.Sprintf("inspect image %q", ref), err)
@@ -244,7 +246,7 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 		return fmt.Errorf("build image %q: %w", r.Ref, err)
 	}
 	digest := fmt.Sprintf("sha256:%x", sha256.Sum256(bc))
-	old, found, err := e.eng.inspectImage(ctx, r.Ref)
+	old, found, err := e.eng.InspectImage(ctx, r.Ref)
 	if err != nil {
 		return e.engineErr(fmt.Sprintf("inspect image %q", r.Ref), err)
 	}
@@ -258,13 +260,13 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 	}
 	e.cfg.Logger.Info(why, "image", r.Ref, "recipe", digest[:19])
 	labels := map[string]string{images.Label: r.Name, images.DigestLabel: digest}
-	if err := e.eng.buildImage(ctx, r.Ref, bytes.NewReader(bc), labels, progress); err != nil {
+	if err := e.eng.BuildImage(ctx, r.Ref, bytes.NewReader(bc), labels, progress); err != nil {
 		return e.engineErr(fmt.Sprintf("build image %q", r.Ref), err)
 	}
 	e.cfg.Logger.Info("image built", "image", r.Ref)
 	if found {
 		// Runs still using the old image keep it; it is then merely untagged.
-		if err := e.eng.removeImage(ctx, old.ID); err != nil {
+		if err := e.eng.RemoveImage(ctx, old.ID); err != nil {
 			e.cfg.Logger.Debug("old image kept", "image", old.ID, "err", err)
 		}
 	}
@@ -273,7 +275,7 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 
 // Images lists the sandbox images airlock built that the engine holds.
 func (e *Executor) Images(ctx context.Context) ([]Image, error) {
-	list, err := e.eng.listImages(ctx)
+	list, err := e.eng.ListImages(ctx)
 	if err != nil {
 		return nil, e.engineErr("list images", err)
 	}

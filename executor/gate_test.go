@@ -66,8 +66,8 @@ func TestAdmitJudgesOnce(t *testing.T) {
 		t.Fatalf("the caller's strict policy: %+v, %v", a.Decision(), err)
 	}
 	res, err := e.Execute(t.Context(), a)
-	if err != nil || res.State != StateBlocked || res.ID != a.ID() || len(f.createdPlans()) != 0 {
-		t.Fatalf("execute a refused request: %+v, %v, created %v", res, err, f.createdPlans())
+	if err != nil || res.State != StateBlocked || res.ID != a.ID() || len(f.CreatedPlans()) != 0 {
+		t.Fatalf("execute a refused request: %+v, %v, created %v", res, err, f.CreatedPlans())
 	}
 	if _, err := e.Run(t.Context(), Spec{Command: "true", Background: true}); !isField(err, "background", "") {
 		t.Fatalf("Run of a background spec: %v", err)

@@ -183,11 +183,11 @@ func (w *watcher) run() error {
 	defer w.closeLogs()
 	ctx := e.jobsCtx
 	cid := containerRef(w.j)
-	exited := e.eng.wait(ctx, cid, false)
+	exited := e.eng.Wait(ctx, cid, false)
 
 	statsCtx, stopStats := context.WithCancel(ctx)
 	var stats sync.WaitGroup
-	stats.Go(func() { e.eng.stats(statsCtx, cid, w.usage.add) })
+	stats.Go(func() { e.eng.Stats(statsCtx, cid, w.usage.add) })
 	defer func() { stopStats(); stats.Wait() }() // no sample lands after the watcher
 
 	followCtx, stopFollow := context.WithCancel(ctx)
@@ -220,10 +220,10 @@ func (w *watcher) run() error {
 			}
 			if err != nil {
 				// The wait broke: see for ourselves whether the container still runs.
-				st, ierr := e.eng.inspect(ctx, cid)
+				st, ierr := e.eng.Inspect(ctx, cid)
 				switch {
 				case ierr == nil && st.Running:
-					exited = e.eng.wait(ctx, cid, false)
+					exited = e.eng.Wait(ctx, cid, false)
 					continue
 				case ierr == nil: // it stopped: the wait's error does not matter
 					err = nil
@@ -296,7 +296,7 @@ func (w *watcher) enforce(ctx context.Context, cid string) {
 		if nj.Kill != order { // a caller's kill came first
 			return
 		}
-		if err := e.eng.kill(ctx, cid, order.Signal); err != nil {
+		if err := e.eng.Kill(ctx, cid, order.Signal); err != nil {
 			e.cfg.Logger.Warn("kill at timeout", "id", w.id, "err", err)
 		}
 		return
@@ -313,7 +313,7 @@ func (w *watcher) enforce(ctx context.Context, cid string) {
 			return
 		}
 		w.setJob(nj)
-		if err := e.eng.kill(ctx, cid, "SIGKILL"); err != nil {
+		if err := e.eng.Kill(ctx, cid, "SIGKILL"); err != nil {
 			e.cfg.Logger.Warn("SIGKILL after force_after", "id", w.id, "err", err)
 		}
 	}
@@ -332,7 +332,7 @@ func (w *watcher) read(ctx context.Context, cid string, follow bool) error {
 	since := w.cur.since()
 	w.replay = [2]int{}
 	w.mu.Unlock()
-	return w.e.eng.logs(ctx, cid, since, follow, w.take)
+	return w.e.eng.Logs(ctx, cid, since, follow, w.take)
 }
 
 // take copies one log message not taken before to the stream's file, up to the

@@ -26,7 +26,7 @@ func TestRunBlockedByPolicy(t *testing.T) {
 		if res.ID == "" || res.ContainerID != "" {
 			t.Errorf("id %q container %q: a blocked run has an id and no container", res.ID, res.ContainerID)
 		}
-		if calls := f.methods(); len(calls) != 0 {
+		if calls := f.Methods(); len(calls) != 0 {
 			t.Errorf("engine calls %q for a blocked command, want none", calls)
 		}
 	}

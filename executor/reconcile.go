@@ -21,7 +21,7 @@ func (e *Executor) Reconcile(ctx context.Context) error {
 	// Containers first, records second: a job's record is written before its
 	// container is created, so every container listed here that a job owns has
 	// its record in the list read after.
-	ours, err := e.eng.list(ctx, LabelStore+"="+e.store.ID())
+	ours, err := e.eng.List(ctx, LabelStore+"="+e.store.ID())
 	if err != nil {
 		return e.engineErr("list containers", err)
 	}
@@ -82,7 +82,7 @@ func (e *Executor) vanished(j *job) {
 // removeAbandoned removes foreground sandboxes past their deadline: the process
 // that ran them would have removed them by then, so it died.
 func (e *Executor) removeAbandoned(ctx context.Context) error {
-	fg, err := e.eng.list(ctx, LabelManaged+"=true")
+	fg, err := e.eng.List(ctx, LabelManaged+"=true")
 	if err != nil {
 		return e.engineErr("list containers", err)
 	}

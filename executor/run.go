@@ -110,17 +110,17 @@ func (e *Executor) launch(ctx context.Context, plan containerPlan, attached bool
 	// container and drains what it wrote.
 	bg := context.WithoutCancel(ctx)
 	if attached || plan.OpenStdin {
-		if sb.att, err = e.eng.attach(bg, cid, plan.OpenStdin); err != nil {
+		if sb.att, err = e.eng.Attach(bg, cid, plan.OpenStdin); err != nil {
 			return sb, e.engineErr("attach", err)
 		}
 	}
 	var waitC <-chan error
 	if attached {
-		waitC = e.eng.wait(bg, cid, true)
+		waitC = e.eng.Wait(bg, cid, true)
 	}
-	if err := e.eng.start(ctx, cid); err != nil {
+	if err := e.eng.Start(ctx, cid); err != nil {
 		if sb.att != nil {
-			sb.att.close()
+			sb.att.Close()
 		}
 		return sb, e.engineErr("start container", err)
 	}
@@ -150,7 +150,7 @@ func (e *Executor) create(ctx context.Context, plan containerPlan) (string, erro
 		}
 	}
 	plan.Image, plan.Volumes = img.ID, img.Volumes
-	cid, err := e.eng.create(ctx, plan)
+	cid, err := e.eng.Create(ctx, plan)
 	if err != nil {
 		// A create cut short by ctx may still have made the container: remove it by name.
 		e.discard(context.WithoutCancel(ctx), plan.Name)
@@ -224,14 +224,14 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		if err := sb.att.copyOutput(stdout, stderr); err != nil {
+		if err := sb.att.CopyOutput(stdout, stderr); err != nil {
 			e.cfg.Logger.Debug("output stream ended with an error", "id", res.ID, "err", err)
 		}
 	}()
 	if s.Stdin != nil {
 		go func() {
-			io.WriteString(sb.att.stdin, *s.Stdin) // fails only when the process is gone
-			sb.att.closeStdin()
+			io.WriteString(sb.att.Stdin, *s.Stdin) // fails only when the process is gone
+			sb.att.CloseStdin()
 		}()
 	}
 
@@ -242,7 +242,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 		defer close(statsDone)
 		select {
 		case <-time.After(statsDelay):
-			if err := e.eng.stats(statsCtx, sb.containerID, usage.add); err != nil {
+			if err := e.eng.Stats(statsCtx, sb.containerID, usage.add); err != nil {
 				e.cfg.Logger.Debug("resource samples ended with an error", "id", res.ID, "err", err)
 			}
 		case <-statsCtx.Done():
@@ -267,7 +267,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	case <-time.After(outputDrainTimeout):
 		e.cfg.Logger.Warn("output still open after the container stopped; closing it", "id", res.ID)
 	}
-	sb.att.close()
+	sb.att.Close()
 	<-copied
 	stopStats()
 	<-statsDone
@@ -302,7 +302,7 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 	base := context.WithoutCancel(ctx)
 	if e.cfg.KillGrace > 0 {
 		tctx, cancel := context.WithTimeout(base, signalTimeout)
-		err := e.eng.kill(tctx, sb.containerID, "SIGTERM")
+		err := e.eng.Kill(tctx, sb.containerID, "SIGTERM")
 		cancel()
 		if err != nil {
 			e.cfg.Logger.Warn("SIGTERM failed", "container_id", sb.containerID, "err", err)
@@ -315,7 +315,7 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 	}
 	kctx, cancel := context.WithTimeout(base, killWait)
 	defer cancel()
-	if err := e.eng.kill(kctx, sb.containerID, "SIGKILL"); err != nil {
+	if err := e.eng.Kill(kctx, sb.containerID, "SIGKILL"); err != nil {
 		e.cfg.Logger.Warn("SIGKILL failed", "container_id", sb.containerID, "err", err)
 	}
 	select {
@@ -330,7 +330,7 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 func (e *Executor) discard(ctx context.Context, container string) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := e.eng.remove(ctx, container); err != nil {
+	if err := e.eng.Remove(ctx, container); err != nil {
 		e.cfg.Logger.Error("remove container", "container", container, "err", err)
 	}
 }
@@ -382,7 +382,7 @@ const oomEventWait = 2 * time.Second
 // a SIGKILL airlock did not send and not (yet) flagged as OOM, it asks again for
 // a moment, so that an OOM kill is reported as one.
 func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock bool) (containerState, error) {
-	st, err := e.eng.inspect(ctx, cid)
+	st, err := e.eng.Inspect(ctx, cid)
 	unexplained := func() bool {
 		return err == nil && !killedByAirlock && st.ExitCode == 128+int(syscall.SIGKILL) && !st.OOMKilled
 	}
@@ -392,7 +392,7 @@ func (e *Executor) finalState(ctx context.Context, cid string, killedByAirlock b
 	deadline := time.Now().Add(e.oomWait)
 	for unexplained() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		st, err = e.eng.inspect(ctx, cid)
+		st, err = e.eng.Inspect(ctx, cid)
 	}
 	return st, err
 }

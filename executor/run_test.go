@@ -43,7 +43,7 @@ func runWithin(t *testing.T, ctx context.Context, e *Executor, spec Spec, opts .
 // wantRemoved checks that the container was removed exactly once, by want.
 func wantRemoved(t *testing.T, f *fakeEngine, want string) {
 	t.Helper()
-	if got := f.args("remove"); !slices.Equal(got, []string{want}) {
+	if got := f.Args("remove"); !slices.Equal(got, []string{want}) {
 		t.Errorf("remove was called with %q, want exactly [%q]: the container would be left behind", got, want)
 	}
 }
@@ -70,7 +70,7 @@ func wantFailed(t *testing.T, res Result, err error, msg string) {
 
 func TestRunCreateFails(t *testing.T) {
 	f := newFakeEngine()
-	f.createErrs = []error{errFake}
+	f.CreateErrs = []error{errFake}
 	e := newFakeExecutor(t, f, nil)
 
 	res, err := runWithin(t, t.Context(), e, Spec{Command: "true"})
@@ -83,18 +83,18 @@ func TestRunCreateFails(t *testing.T) {
 	if res.ContainerID != "" {
 		t.Errorf("container_id = %q after a failed create, want empty", res.ContainerID)
 	}
-	if got := f.methods(); !slices.Equal(got, []string{"inspectImage", "create", "remove"}) {
+	if got := f.Methods(); !slices.Equal(got, []string{"inspectImage", "create", "remove"}) {
 		t.Errorf("engine calls = %q, want [inspectImage create remove]", got)
 	}
 }
 
 func TestRunCreateCancelled(t *testing.T) {
 	f := newFakeEngine()
-	f.blockCreate = true
+	f.BlockCreate = true
 	e := newFakeExecutor(t, f, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
-		for len(f.callsTo("create")) == 0 {
+		for len(f.CallsTo("create")) == 0 {
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
@@ -176,13 +176,13 @@ func TestRunEnsuresImage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.imageMissing, f.imageErr = tt.missing, tt.imageErr
-			f.buildErr, f.pullErr = tt.buildErr, tt.pullErr
-			f.stdout = "ok\n"
+			f.ImageMissing, f.ImageErr = tt.missing, tt.imageErr
+			f.BuildErr, f.PullErr = tt.buildErr, tt.pullErr
+			f.Stdout = "ok\n"
 			e := newFakeExecutor(t, f, func(c *Config) { c.Pull = cmp.Or(tt.pull, PullNever) })
 
 			res, err := runWithin(t, t.Context(), e, Spec{Command: "true", Image: tt.image})
-			calls := f.methods()
+			calls := f.Methods()
 			if got := calls[:min(len(calls), len(tt.wantCalls))]; !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("engine calls = %q, want them to start with %q", calls, tt.wantCalls)
 			}
@@ -196,7 +196,7 @@ func TestRunEnsuresImage(t *testing.T) {
 			if err != nil || res.State != StateCompleted || res.Stdout != "ok\n" {
 				t.Fatalf("Run = (state %q, stdout %q, error %q), %v; want a completed run", res.State, res.Stdout, res.Error, err)
 			}
-			if got := f.createdPlans(); len(got) != 1 || got[0].Image != "sha256:fake" {
+			if got := f.CreatedPlans(); len(got) != 1 || got[0].Image != "sha256:fake" {
 				t.Errorf("created %+v, want one container of the image's id, as inspected", got)
 			}
 			wantRemoved(t, f, fakeContainerID)
@@ -208,12 +208,12 @@ func TestRunEnsuresImage(t *testing.T) {
 // bounded tmpfs of the run's, so that the engine makes no volume of its own.
 func TestRunCoversImageVolumes(t *testing.T) {
 	f := newFakeEngine()
-	f.imageVolumes = []string{"/data", "/var/lib/x", "/tmp"}
+	f.ImageVolumes = []string{"/data", "/var/lib/x", "/tmp"}
 	e := newFakeExecutor(t, f, nil)
 	if _, err := runWithin(t, t.Context(), e, Spec{Command: "true", TmpfsSize: 8 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	plans := f.createdPlans()
+	plans := f.CreatedPlans()
 	if len(plans) != 1 || !slices.Equal(plans[0].Volumes, []string{"/data", "/var/lib/x", "/tmp"}) {
 		t.Fatalf("plans %+v", plans)
 	}
@@ -243,7 +243,7 @@ func TestRunAttachOrStartFails(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.attachErr, f.startErr = tt.attachErr, tt.startErr
+			f.AttachErr, f.StartErr = tt.attachErr, tt.startErr
 			e := newFakeExecutor(t, f, nil)
 
 			res, err := runWithin(t, t.Context(), e, Spec{Command: "true"})
@@ -252,7 +252,7 @@ func TestRunAttachOrStartFails(t *testing.T) {
 			if res.ContainerID != fakeContainerID {
 				t.Errorf("container_id = %q, want %q: the container existed", res.ContainerID, fakeContainerID)
 			}
-			if got := f.methods(); !slices.Equal(got, tt.wantCalls) {
+			if got := f.Methods(); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("engine calls = %q, want %q", got, tt.wantCalls)
 			}
 		})
@@ -280,7 +280,7 @@ func TestRunExit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.exitCode, f.oomKilled = tt.exitCode, tt.oomKilled
+			f.ExitCode, f.OOMKilled = tt.exitCode, tt.oomKilled
 			e := newFakeExecutor(t, f, nil)
 
 			res, err := runWithin(t, t.Context(), e, Spec{Command: "true", Labels: map[string]string{"agent": "a1"}})
@@ -346,9 +346,9 @@ func TestRunTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.hang = true
-			f.ignore = map[string]bool{"SIGTERM": tt.ignoreTERM}
-			f.stdout = "before the timeout\n"
+			f.Hang = true
+			f.Ignore = map[string]bool{"SIGTERM": tt.ignoreTERM}
+			f.Stdout = "before the timeout\n"
 			e := newFakeExecutor(t, f, func(c *Config) { c.KillGrace = tt.killGrace })
 
 			begin := time.Now()
@@ -365,19 +365,19 @@ func TestRunTimeout(t *testing.T) {
 			if res.Signal != tt.wantSignal {
 				t.Errorf("signal = %q, want %q", res.Signal, tt.wantSignal)
 			}
-			if res.Stdout != f.stdout {
-				t.Errorf("stdout = %q, want the output written before the timeout %q", res.Stdout, f.stdout)
+			if res.Stdout != f.Stdout {
+				t.Errorf("stdout = %q, want the output written before the timeout %q", res.Stdout, f.Stdout)
 			}
-			kills := f.callsTo("kill")
+			kills := f.CallsTo("kill")
 			var signals []string
 			for _, k := range kills {
-				signals = append(signals, k.arg)
+				signals = append(signals, k.Arg)
 			}
 			if !slices.Equal(signals, tt.wantKills) {
 				t.Fatalf("kill signals = %q, want %q", signals, tt.wantKills)
 			}
 			if len(kills) == 2 {
-				if gap := kills[1].at.Sub(kills[0].at); gap < tt.killGrace {
+				if gap := kills[1].At.Sub(kills[0].At); gap < tt.killGrace {
 					t.Errorf("SIGKILL came %v after SIGTERM, before the %v grace period", gap, tt.killGrace)
 				}
 			}
@@ -401,14 +401,14 @@ func TestRunCancelled(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.hang = true
-			f.ignore = map[string]bool{"SIGTERM": tt.ignoreTERM}
-			f.stdout = "partial"
+			f.Hang = true
+			f.Ignore = map[string]bool{"SIGTERM": tt.ignoreTERM}
+			f.Stdout = "partial"
 			e := newFakeExecutor(t, f, nil)
 			ctx, cancel := context.WithCancelCause(t.Context())
 			defer cancel(nil)
 			go func() {
-				<-f.started
+				<-f.Started
 				cancel(tt.cause)
 			}()
 
@@ -428,7 +428,7 @@ func TestRunCancelled(t *testing.T) {
 			if res.Stdout != "partial" {
 				t.Errorf("stdout = %q, want the output so far %q", res.Stdout, "partial")
 			}
-			if got := f.args("kill"); !slices.Equal(got, tt.wantKills) {
+			if got := f.Args("kill"); !slices.Equal(got, tt.wantKills) {
 				t.Errorf("kill signals = %q, want %q", got, tt.wantKills)
 			}
 			wantRemoved(t, f, fakeContainerID)
@@ -452,7 +452,7 @@ func TestRunInvalidSpecTouchesNothing(t *testing.T) {
 		if res.ID != "" || res.State != "" {
 			t.Errorf("Run(%+v) returned a Result (id %q, state %q) for an invalid spec", spec, res.ID, res.State)
 		}
-		if calls := f.methods(); len(calls) != 0 {
+		if calls := f.Methods(); len(calls) != 0 {
 			t.Errorf("Run(%+v) made engine calls %q for an invalid spec; nothing may be started", spec, calls)
 		}
 	}
@@ -467,7 +467,7 @@ func TestRunRuntime(t *testing.T) {
 		if !strings.Contains(res.Error, "not installed") {
 			t.Errorf("Result.Error = %q, want it to say the runtime is not installed", res.Error)
 		}
-		if got := f.methods(); !slices.Equal(got, []string{"info"}) {
+		if got := f.Methods(); !slices.Equal(got, []string{"info"}) {
 			t.Errorf("engine calls = %q, want only [info]: nothing may be created", got)
 		}
 		if res.Runtime != "runsc" {
@@ -477,12 +477,12 @@ func TestRunRuntime(t *testing.T) {
 	t.Run("installed since New", func(t *testing.T) {
 		f := newFakeEngine()
 		e := newFakeExecutor(t, f, nil)
-		f.runtimes = []string{"runc", "runsc"}
+		f.Runtimes = []string{"runc", "runsc"}
 		res, err := runWithin(t, t.Context(), e, Spec{Command: "true", Runtime: "runsc"})
 		if err != nil || res.State != StateCompleted {
 			t.Fatalf("Run with a newly installed runsc = state %q, error %q, %v; want completed", res.State, res.Error, err)
 		}
-		if got := f.createdPlans(); len(got) != 1 || got[0].Runtime != "runsc" {
+		if got := f.CreatedPlans(); len(got) != 1 || got[0].Runtime != "runsc" {
 			t.Errorf("plan runtime = %+v, want runsc", got)
 		}
 		if got := e.EngineRuntimes(); !slices.Contains(got, "runsc") {
@@ -492,7 +492,7 @@ func TestRunRuntime(t *testing.T) {
 	t.Run("engine unreachable", func(t *testing.T) {
 		f := newFakeEngine()
 		e := newFakeExecutor(t, f, nil)
-		f.infoErr = errFake
+		f.InfoErr = errFake
 		res, err := runWithin(t, t.Context(), e, Spec{Command: "true", Runtime: "runsc"})
 		wantFailed(t, res, err, "unreachable")
 	})
@@ -502,7 +502,7 @@ func TestRunRuntime(t *testing.T) {
 		if _, err := runWithin(t, t.Context(), e, Spec{Command: "true"}); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(f.callsTo("info")); n != 0 {
+		if n := len(f.CallsTo("info")); n != 0 {
 			t.Errorf("info was called %d times for a runtime the engine is known to have", n)
 		}
 	})
@@ -530,7 +530,7 @@ func TestRunOutput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.stdout, f.stderr, f.chunk = tt.stdout, tt.stderr, tt.chunk
+			f.Stdout, f.Stderr, f.Chunk = tt.stdout, tt.stderr, tt.chunk
 			e := newFakeExecutor(t, f, nil)
 			var liveOut, liveErr lockedBuffer
 
@@ -623,7 +623,7 @@ func TestRunPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plans := f.createdPlans()
+			plans := f.CreatedPlans()
 			if len(plans) != 1 {
 				t.Fatalf("create was called %d times, want 1", len(plans))
 			}
@@ -674,7 +674,7 @@ func TestRunPlanLimits(t *testing.T) {
 	if _, err := runWithin(t, t.Context(), e, spec); err != nil {
 		t.Fatal(err)
 	}
-	p := f.createdPlans()[0]
+	p := f.CreatedPlans()[0]
 	want := containerPlan{
 		Name: p.Name, Image: "sha256:fake", Cmd: p.Cmd, Env: p.Env, Workdir: "/tmp", User: "1000:1000",
 		Memory: 256 << 20, NanoCPUs: 1_500_000_000, Pids: 64, TmpfsSize: 8 << 20, Network: "sandnet",
@@ -689,7 +689,7 @@ func TestRunPlanLimits(t *testing.T) {
 	if _, err := runWithin(t, t.Context(), e, Spec{Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
-	p = f.createdPlans()[0]
+	p = f.CreatedPlans()[0]
 	if p.Image != "sha256:fake" || p.Workdir != "/workspace" || p.User != "65534:65534" || p.Memory != 512<<20 ||
 		p.NanoCPUs != 1e9 || p.Pids != 256 || p.TmpfsSize != 64<<20 || p.Network != "none" || p.Runtime != "runc" {
 		t.Errorf("plan for an empty spec = %+v, want the shipped defaults", p)
@@ -704,17 +704,17 @@ func TestRunStdin(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-f.stdinEOF:
+		case <-f.StdinEOF:
 		case <-time.After(5 * time.Second):
 			t.Fatal("stdin was never closed; a command reading it would hang")
 		}
-		if got := f.stdinData(); got != "input data\n" {
+		if got := f.StdinData(); got != "input data\n" {
 			t.Errorf("the process got stdin %q, want %q", got, "input data\n")
 		}
-		if got := f.args("attach"); !slices.Equal(got, []string{fakeContainerID + " stdin=true"}) {
+		if got := f.Args("attach"); !slices.Equal(got, []string{fakeContainerID + " stdin=true"}) {
 			t.Errorf("attach calls = %q, want stdin attached", got)
 		}
-		if p := f.createdPlans()[0]; !p.OpenStdin {
+		if p := f.CreatedPlans()[0]; !p.OpenStdin {
 			t.Errorf("plan OpenStdin = false with stdin given")
 		}
 	})
@@ -724,13 +724,13 @@ func TestRunStdin(t *testing.T) {
 		if _, err := runWithin(t, t.Context(), e, Spec{Command: "cat"}); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.args("attach"); !slices.Equal(got, []string{fakeContainerID + " stdin=false"}) {
+		if got := f.Args("attach"); !slices.Equal(got, []string{fakeContainerID + " stdin=false"}) {
 			t.Errorf("attach calls = %q, want stdin not attached", got)
 		}
-		if p := f.createdPlans()[0]; p.OpenStdin {
+		if p := f.CreatedPlans()[0]; p.OpenStdin {
 			t.Errorf("plan OpenStdin = true without stdin; a command reading stdin would hang")
 		}
-		if n := len(f.callsTo("closeStdin")); n != 0 {
+		if n := len(f.CallsTo("closeStdin")); n != 0 {
 			t.Errorf("closeStdin called %d times without stdin", n)
 		}
 	})
@@ -749,8 +749,8 @@ func TestRunWaitOrInspectFails(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.waitErr, f.inspectErr = tt.waitErr, tt.inspectErr
-			f.stdout = "kept\n"
+			f.WaitErr, f.InspectErr = tt.waitErr, tt.inspectErr
+			f.Stdout = "kept\n"
 			e := newFakeExecutor(t, f, nil)
 			res, err := runWithin(t, t.Context(), e, Spec{Command: "true"})
 			wantFailed(t, res, err, tt.wantMsg)
@@ -764,8 +764,8 @@ func TestRunWaitOrInspectFails(t *testing.T) {
 
 func TestRunResourceUsage(t *testing.T) {
 	f := newFakeEngine()
-	f.runFor = statsDelay + 150*time.Millisecond
-	f.sample = &usageSample{CPUNanos: 2_500_000, MemoryPeak: 3 << 20, IORead: 10, IOWrite: 20}
+	f.RunFor = statsDelay + 150*time.Millisecond
+	f.Sample = &usageSample{CPUNanos: 2_500_000, MemoryPeak: 3 << 20, IORead: 10, IOWrite: 20}
 	e := newFakeExecutor(t, f, nil)
 	res, err := runWithin(t, t.Context(), e, Spec{Command: "true"})
 	if err != nil {
@@ -790,10 +790,10 @@ func TestUsageMeter(t *testing.T) {
 func TestNew(t *testing.T) {
 	t.Run("fills the CPU ceiling from the engine", func(t *testing.T) {
 		f := newFakeEngine()
-		f.cpus = 6
+		f.CPUs = 6
 		cfg := testConfig()
 		cfg.Ceilings.CPUs = 0
-		e, err := New(WithConfig(cfg), withEngine(f))
+		e, err := New(WithConfig(cfg), WithEngine(f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -806,21 +806,21 @@ func TestNew(t *testing.T) {
 	})
 	t.Run("engine unreachable", func(t *testing.T) {
 		f := newFakeEngine()
-		f.infoErr = errFake
-		if _, err := New(WithConfig(testConfig()), withEngine(f)); !errors.Is(err, ErrEngine) {
+		f.InfoErr = errFake
+		if _, err := New(WithConfig(testConfig()), WithEngine(f)); !errors.Is(err, ErrEngine) {
 			t.Errorf("New with an unreachable engine: error %v, want one wrapping ErrEngine", err)
 		}
 	})
 	t.Run("bad config", func(t *testing.T) {
 		cfg := testConfig()
 		cfg.Defaults.Memory = cfg.Ceilings.Memory * 2
-		if _, err := New(WithConfig(cfg), withEngine(newFakeEngine())); err == nil || !strings.Contains(err.Error(), "memory") {
+		if _, err := New(WithConfig(cfg), WithEngine(newFakeEngine())); err == nil || !strings.Contains(err.Error(), "memory") {
 			t.Errorf("New with a default over its ceiling: error %v, want one naming memory", err)
 		}
 	})
 	t.Run("option fails", func(t *testing.T) {
 		bad := func(*Executor) error { return errFake }
-		if _, err := New(withEngine(newFakeEngine()), bad); !errors.Is(err, errFake) {
+		if _, err := New(WithEngine(newFakeEngine()), bad); !errors.Is(err, errFake) {
 			t.Errorf("New with a failing option: error %v, want the option's", err)
 		}
 	})
@@ -846,12 +846,12 @@ func TestBuildImagesSkipsAnUpToDateImage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEngine()
-			f.imageMissing, f.imageDigest = !tt.found, tt.digest
+			f.ImageMissing, f.ImageDigest = !tt.found, tt.digest
 			e := newFakeExecutor(t, f, nil)
 			if err := e.BuildImages(t.Context(), io.Discard); err != nil {
 				t.Fatal(err)
 			}
-			if got := f.methods(); !slices.Equal(got, tt.wantCalls) {
+			if got := f.Methods(); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("engine calls = %q, want %q", got, tt.wantCalls)
 			}
 		})

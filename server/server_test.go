@@ -21,11 +21,13 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/enginefake"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // These tests drive the HTTP API in process, over a real executor on the real
-// engine: every run below starts a real container.
+// engine: every run below starts a real container; those of fake_test.go use the
+// fake engine instead.
 
 // harness is a server on a data dir of its own.
 type harness struct {
@@ -64,6 +66,18 @@ const (
 
 func newHarness(t *testing.T, configure func(*Config)) *harness {
 	t.Helper()
+	return startHarness(t, configure)
+}
+
+// newFakeHarness is a harness over the fake engine: the Service's own logic,
+// in milliseconds and without Docker.
+func newFakeHarness(t *testing.T, f *enginefake.Engine, configure func(*Config)) *harness {
+	t.Helper()
+	return startHarness(t, configure, executor.WithEngine(f))
+}
+
+func startHarness(t *testing.T, configure func(*Config), opts ...executor.Option) *harness {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.log")
@@ -81,7 +95,7 @@ func newHarness(t *testing.T, configure func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	ec.Logger = log
-	h.ex, err = executor.New(executor.WithConfig(ec))
+	h.ex, err = executor.New(append([]executor.Option{executor.WithConfig(ec)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

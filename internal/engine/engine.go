@@ -1,0 +1,148 @@
+// Package engine is the boundary between airlock and the container engine: the
+// Engine interface names everything the executor asks of it, with the types
+// that cross it. The executor's one real implementation is over the Docker SDK
+// (executor/docker.go); internal/enginefake is the fake that unit tests of the
+// executor and the server use instead.
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Engine is everything airlock asks of the container engine. Only docker.go knows
+// the Docker SDK; a move to another SDK or engine touches that file alone, and unit
+// tests replace the engine with a fake to reach error paths a real one rarely takes.
+type Engine interface {
+	// Info pings the engine and reports what it offers.
+	Info(ctx context.Context) (Info, error)
+
+	// InspectImage reports the image ref names, and whether the engine has it.
+	InspectImage(ctx context.Context, ref string) (img Image, found bool, err error)
+	RemoveImage(ctx context.Context, id string) error
+	BuildImage(ctx context.Context, tag string, buildContext io.Reader, labels map[string]string, progress io.Writer) error
+	PullImage(ctx context.Context, ref string) error
+	// ListImages lists the images airlock built (labelled images.Label).
+	ListImages(ctx context.Context) ([]Image, error)
+
+	Create(ctx context.Context, p Plan) (containerID string, err error)
+	// Attach connects to the container's streams; call it before start so that no
+	// byte is written before anyone listens.
+	Attach(ctx context.Context, id string, stdin bool) (*Attachment, error)
+	// Wait arms a wait for the container's exit: its next exit (arm it before
+	// Start), or with nextExit false, for it not to be running (at once if it has
+	// stopped already). The channel yields once: nil when the container exited.
+	Wait(ctx context.Context, id string, nextExit bool) <-chan error
+	Start(ctx context.Context, id string) error
+	Kill(ctx context.Context, id, signal string) error
+	Inspect(ctx context.Context, id string) (State, error)
+	// Stats calls sample with each resource sample the engine reports, until the
+	// container stops or ctx ends.
+	Stats(ctx context.Context, id string, sample func(UsageSample)) error
+	// Remove deletes the container and its anonymous volumes; a container that is
+	// already gone is not an error.
+	Remove(ctx context.Context, id string) error
+
+	// Logs reads what the engine's log driver kept of a container's output (only
+	// for containers created with a LogCap): every message stamped at or after
+	// since, in order, one call of frame per message. With follow it goes on until
+	// the container stops.
+	Logs(ctx context.Context, id string, since time.Time, follow bool, frame func(LogFrame) error) error
+	// List lists the containers, running or not, that carry the label (k=v).
+	List(ctx context.Context, label string) ([]ContainerSummary, error)
+}
+
+// LogFrame is one message of a container's log: a line, or a piece of one.
+type LogFrame struct {
+	Stderr bool
+	Time   time.Time // the engine's stamp; pieces of one long line share it
+	Data   []byte
+}
+
+// ContainerSummary is one container as the engine lists it.
+type ContainerSummary struct {
+	ID      string
+	Labels  map[string]string
+	Running bool
+}
+
+// Info is what the engine says of itself.
+type Info struct {
+	Version  string
+	APIVer   string
+	CPUs     int
+	Runtimes []string
+}
+
+// Image is one sandbox image present in the engine.
+type Image struct {
+	Ref    string `json:"ref"`
+	ID     string `json:"id"`
+	Recipe string `json:"recipe,omitempty"`
+	// RecipeDigest identifies the exact build context the image was built from.
+	RecipeDigest string    `json:"recipe_digest,omitempty"`
+	Size         int64     `json:"size"`
+	Created      time.Time `json:"created"`
+	// Volumes are the paths the image declares as VOLUMEs.
+	Volumes []string `json:"volumes,omitempty"`
+}
+
+// Plan is one sandbox container, fully decided: every default applied,
+// every limit checked.
+type Plan struct {
+	Name      string
+	Image     string
+	Cmd       []string
+	Env       []string
+	Workdir   string
+	User      string
+	Memory    int64
+	NanoCPUs  int64
+	Pids      int64
+	TmpfsSize int64
+	// Volumes are the image's VOLUME paths: each gets a tmpfs like /tmp's.
+	Volumes   []string
+	Network   string
+	Runtime   string
+	OpenStdin bool
+	Labels    map[string]string
+	// LogCap > 0 has the engine keep the container's output on disk, in its
+	// rotating "local" log (see logConfig), for airlock to read back (background
+	// jobs); 0 keeps nothing (foreground runs are attached).
+	LogCap int64
+}
+
+// Attachment is a live connection to a container's stdio.
+type Attachment struct {
+	// CopyOutput demultiplexes the container's output into stdout and stderr until
+	// the container closes them.
+	CopyOutput func(stdout, stderr io.Writer) error
+	// Stdin writes to the container's stdin; CloseStdin sends EOF.
+	Stdin      io.Writer
+	CloseStdin func() error
+	// Close tears the connection down, ending CopyOutput.
+	Close func()
+}
+
+// State is the engine's record of how a container ran.
+type State struct {
+	Running    bool
+	ExitCode   int
+	OOMKilled  bool
+	Error      string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// UsageSample is one reading of the container's cgroup counters.
+type UsageSample struct {
+	CPUNanos   uint64
+	MemoryPeak uint64
+	IORead     uint64
+	IOWrite    uint64
+}
+
+// ErrNoContainer is returned by Inspect when the container does not exist.
+var ErrNoContainer = errors.New("no such container")

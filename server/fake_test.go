@@ -1,0 +1,77 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/enginefake"
+)
+
+// The Service's logic over the fake engine: admission, error mapping, audit
+// and tenancy, with no Docker. The integration suite tests the same on the real
+// engine.
+
+func TestFakeEngineFailureIsAFailedResult(t *testing.T) {
+	f := enginefake.New()
+	f.CreateErrs = []error{errors.New("the engine refused: disk quota")}
+	h := newFakeHarness(t, f, nil)
+	status, data, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "true"})
+	r := decode[executor.Result](t, data)
+	if status != 200 || r.State != executor.StateFailed || r.ExitCode != 125 || !strings.Contains(r.Error, "disk quota") {
+		t.Fatalf("a run the engine refused: %d %s", status, data)
+	}
+	finished := false
+	for _, ev := range h.auditLines() {
+		if ev.Event == "run.finish" && ev.ID == r.ID && ev.State == executor.StateFailed {
+			finished = true
+		}
+	}
+	if !finished {
+		t.Fatal("the failed run's finish is not audited")
+	}
+}
+
+func TestFakeEngineUnreachableIs503(t *testing.T) {
+	f := enginefake.New()
+	h := newFakeHarness(t, f, nil)
+	f.CreateErrs = []error{errors.New("connection refused")}
+	f.InfoErr = errors.New("connection refused") // the engine is gone: ping fails too
+	status, data, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "true"})
+	wantError(t, status, data, http.StatusServiceUnavailable, "engine_unavailable", "")
+}
+
+func TestFakeAdmissionIsPerTenant(t *testing.T) {
+	f := enginefake.New()
+	f.Hang = true // the run holds its place until its timeout
+	h := newFakeHarness(t, f, func(c *Config) {
+		c.Tenants = map[string]Tenant{"alpha": {MaxConcurrent: 1}}
+	})
+	done := make(chan int)
+	go func() {
+		status, _, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "sleep 9", "timeout": 1})
+		done <- status
+	}()
+	<-f.Started
+	status, data, header := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "true"})
+	wantError(t, status, data, http.StatusTooManyRequests, "busy", "")
+	if header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	// Beta's limit is its own.
+	status, data, _ = h.do("POST", "/v1/check", tokB, map[string]any{"command": "true"})
+	if status != 200 {
+		t.Fatalf("beta: %d %s", status, data)
+	}
+	select {
+	case status := <-done:
+		if status != 200 {
+			t.Fatalf("the held run: %d", status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held run never ended at its timeout")
+	}
+}
