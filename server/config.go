@@ -58,6 +58,9 @@ type Config struct {
 	Tenants map[string]Tenant `json:"tenants,omitempty"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// KeepJobs, when set (seconds), has the server forget ended jobs (their
+	// records and logs) that ended longer ago, at its periodic sweep.
+	KeepJobs float64 `json:"keep_jobs,omitempty"`
 	// KillJobsOnShutdown kills background jobs when the server stops; by default
 	// they go on running, for the next server on the data dir to adopt.
 	KillJobsOnShutdown bool `json:"kill_jobs_on_shutdown"`
@@ -176,6 +179,9 @@ var settings = []setting{
 		return nil
 	}},
 	{"max-body", "largest request body, e.g. 40m", func(c *Config, v string) error { return parseBytes(v, &c.MaxBodyBytes) }},
+	{"keep-jobs", "forget ended jobs this long after their end, e.g. 168h (default: keep them)", func(c *Config, v string) error {
+		return parseSeconds(v, &c.KeepJobs)
+	}},
 	{"kill-jobs-on-shutdown", "kill background jobs when the server stops", func(c *Config, v string) error {
 		return parseBool(v, &c.KillJobsOnShutdown)
 	}},

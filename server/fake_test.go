@@ -75,3 +75,18 @@ func TestFakeAdmissionIsPerTenant(t *testing.T) {
 		t.Fatal("the held run never ended at its timeout")
 	}
 }
+
+// TestSweepForgetsExpiredJobs: the periodic sweep forgets the jobs that ended
+// longer ago than keep_jobs.
+func TestSweepForgetsExpiredJobs(t *testing.T) {
+	f := enginefake.New()
+	h := newFakeHarness(t, f, func(c *Config) { c.KeepJobs = 0.5 })
+	_, data, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "echo old", "background": true})
+	old := decode[executor.Process](t, data)
+	h.do("POST", "/v1/processes/"+old.ID+"/wait", tokA, map[string]any{"timeout": 10})
+	time.Sleep(time.Second)
+	h.svc.sweepOnce()
+	if status, _, _ := h.do("GET", "/v1/processes/"+old.ID, tokA, nil); status != http.StatusNotFound {
+		t.Fatalf("a job ended a second ago, past keep_jobs of 0.5s: %d", status)
+	}
+}

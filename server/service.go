@@ -92,11 +92,30 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 }
 
 // sweepEvery is how often a server reconciles its data dir with the engine:
-// sandboxes left by processes that died (a crashed CLI's, say) go, and jobs no
-// process watches are adopted.
+// sandboxes left by processes that died (a crashed CLI's, say) go, jobs no
+// process watches are adopted, and expired records (KeepJobs) are forgotten.
 const sweepEvery = 5 * time.Minute
 
-// sweep reconciles every sweepEvery until the service closes.
+// sweepOnce reconciles the data dir with the engine and forgets the jobs
+// that ended longer ago than KeepJobs.
+func (s *Service) sweepOnce() {
+	ctx, cancel := context.WithTimeout(s.trackCtx, 2*time.Minute)
+	defer cancel()
+	if err := s.ex.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("periodic reconcile", "err", err)
+	}
+	if s.cfg.KeepJobs > 0 {
+		removed, err := s.ex.Prune(ctx, seconds(s.cfg.KeepJobs))
+		if err != nil {
+			s.log.Warn("forget expired jobs", "err", err)
+		}
+		if len(removed) > 0 {
+			s.log.Info("forgot expired jobs", "count", len(removed))
+		}
+	}
+}
+
+// sweep runs sweepOnce every sweepEvery until the service closes.
 func (s *Service) sweep() {
 	tick := time.NewTicker(sweepEvery)
 	defer tick.Stop()
@@ -106,11 +125,7 @@ func (s *Service) sweep() {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(s.trackCtx, 2*time.Minute)
-		if err := s.ex.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("periodic reconcile", "err", err)
-		}
-		cancel()
+		s.sweepOnce()
 	}
 }
 
