@@ -2,16 +2,31 @@ package policy
 
 import (
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// MaxCommandBytes bounds what Check and CheckArgv parse: a larger command (or
+// argv, all its words together) is refused at once, unread, as too-large. A run
+// cannot take more anyway (the kernel's limit on one argument is 128 KiB).
+const MaxCommandBytes = 1 << 20
+
+// tooLarge is the refusal of a command over MaxCommandBytes.
+func (p *Policy) tooLarge(n int) Decision {
+	return Decision{Rule: RuleTooLarge.ID, Reason: RuleTooLarge.Reason + ": " + strconv.Itoa(n) + " bytes, over the limit of " +
+		strconv.Itoa(MaxCommandBytes), Mode: p.mode}
+}
+
 // Check judges a shell command as `sh -c command` would run it.
 func (p *Policy) Check(command string) Decision {
 	if p.mode == ModeOff {
 		return Decision{Allowed: true, Mode: p.mode}
+	}
+	if len(command) > MaxCommandBytes {
+		return p.tooLarge(len(command))
 	}
 	c := p.newChecker()
 	c.script(command, 0)
@@ -25,6 +40,9 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 	if p.mode == ModeOff || len(argv) == 0 {
 		return Decision{Allowed: true, Mode: p.mode}
 	}
+	if n := argvBytes(argv); n > MaxCommandBytes {
+		return p.tooLarge(n)
+	}
 	c := p.newChecker()
 	words := make([]word, len(argv))
 	for i, a := range argv {
@@ -32,6 +50,14 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 	}
 	c.command(words, cmdContext{}, 0)
 	return c.decision()
+}
+
+func argvBytes(argv []string) int {
+	n := 0
+	for _, a := range argv {
+		n += len(a) + 1
+	}
+	return n
 }
 
 // checker holds the state of one Check: the script's variables and functions, and

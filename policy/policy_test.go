@@ -792,3 +792,20 @@ func TestCheckIsPureAndConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestInputBound: a command over MaxCommandBytes is refused at once, naming the
+// limit, without being parsed; one just under it is judged.
+func TestInputBound(t *testing.T) {
+	p := Default()
+	huge := strings.Repeat("echo x; ", 30<<20/8)
+	// Parsed, it would be too-complex; too-large says it was refused unread.
+	if d := p.Check(huge); d.Allowed || d.Rule != "too-large" || !strings.Contains(d.Reason, "1048576") {
+		t.Fatalf("30 MB command: %+v", d)
+	}
+	if d := p.CheckArgv([]string{"echo", strings.Repeat("x", MaxCommandBytes)}); d.Rule != "too-large" {
+		t.Fatalf("huge argv: %+v", d)
+	}
+	if d := p.Check("echo " + strings.Repeat("x", 100<<10)); !d.Allowed {
+		t.Fatalf("a 100 KiB echo: %+v", d)
+	}
+}

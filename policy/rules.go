@@ -27,6 +27,7 @@ var (
 	RuleFetchPipe   = Rule{"fetch-pipe-shell", "pipes downloaded text into a shell"}
 	RuleEvalFetched = Rule{"eval-fetched", "evaluates downloaded text as commands"}
 	RuleTooComplex  = Rule{"too-complex", "nests shells, evals or expansions too deeply to judge"}
+	RuleTooLarge    = Rule{"too-large", "the command is larger than the policy judges (MaxCommandBytes)"}
 
 	// Strict mode: what a static check cannot decide.
 	RuleDynamicCommand = Rule{"dynamic-command", "the command name is only known when it runs"}
@@ -46,7 +47,7 @@ func Rules() []Rule {
 	return []Rule{
 		RuleRmRoot, RuleFindDelete, RuleMkfs, RuleBlockDevice, RuleChmodRoot, RuleForkBomb, RulePower,
 		RuleFirewall, RuleSELinux, RulePrivilege, RuleChroot, RuleMount, RuleFetchPipe, RuleEvalFetched,
-		RuleTooComplex, RuleDynamicCommand, RulePipeShell, RuleUnparseable,
+		RuleTooComplex, RuleTooLarge, RuleDynamicCommand, RulePipeShell, RuleUnparseable,
 		RuleDenyProgram, RuleDenyPattern, RuleNotAllowed, RuleOutsideRoots, RulePathTraversal,
 	}
 }
