@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -9,19 +10,26 @@ import (
 // true when the command gets arguments only known at run time (xargs).
 func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdContext, match *commandText) {
 	args := argv[1:]
+	if p := argv[0].s; (strings.Contains(p, "/init.d/") || strings.Contains(p, "/rc.d/")) && firewallUnit(name) {
+		// /etc/init.d/iptables stop: the init script of a firewall.
+		if ops := operands(args); len(ops) > 0 && (ops[0].s == "stop" || ops[0].s == "flush" || ops[0].s == "clear") {
+			c.refuse(RuleFirewall, match.String())
+			return
+		}
+	}
 	switch {
 	case c.bombs[name]:
 		c.refuse(RuleForkBomb, match.String())
 	case name == "rm":
 		recursive, noPreserve := false, false
 		for _, a := range options(args) {
-			recursive = recursive || a == "--recursive" || shortFlag(a, 'r') || shortFlag(a, 'R')
-			noPreserve = noPreserve || a == "--no-preserve-root"
+			recursive = recursive || longOpt(a, "--recursive", 3) || shortFlag(a, 'r') || shortFlag(a, 'R')
+			noPreserve = noPreserve || longOpt(a, "--no-preserve-root", 3)
 		}
 		switch {
 		case noPreserve:
 			c.refuse(RuleRmRoot, match.String())
-		case recursive && anyRootPath(operands(args)):
+		case recursive && c.anyRootPath(operands(args)):
 			c.refuse(RuleRmRoot, match.String())
 		case recursive && extra && c.strict():
 			c.refuse(RuleDynamicCommand, match.String()) // xargs rm -r: targets only known at run time
@@ -40,7 +48,7 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 			}
 			starts = append(starts, a)
 		}
-		if !anyRootPath(starts) {
+		if !c.anyRootPath(starts) {
 			return
 		}
 		for i, a := range args {
@@ -55,34 +63,33 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 				}
 			}
 		}
-	case name == "mkfs" || strings.HasPrefix(name, "mkfs.") || name == "mke2fs" || name == "mkswap" ||
-		name == "wipefs" || name == "diskpart" || name == "format":
-		c.refuse(RuleMkfs, match.String())
-	case name == "dd":
-		for _, a := range args {
-			if dev, ok := strings.CutPrefix(a.s, "of="); ok && isBlockDevice(dev) {
-				c.refuse(RuleBlockDevice, match.String())
-				return
-			}
+	case isFormatter(name):
+		// Windows' formatters name no /dev; the others only when aimed at a device.
+		if name == "diskpart" || name == "format" || formatsDevice(args) {
+			c.refuse(RuleMkfs, match.String())
 		}
-	case name == "tee" || name == "shred" || name == "fdisk" || name == "sfdisk" || name == "parted" ||
-		name == "sgdisk" || name == "gdisk" || name == "blkdiscard" || name == "cfdisk":
+	case name == "badblocks":
+		if slices.ContainsFunc(options(args), func(a string) bool { return shortFlag(a, 'w') }) && formatsDevice(args) {
+			c.refuse(RuleMkfs, match.String())
+		}
+	case name == "nvme" || name == "cryptsetup":
+		if ops := operands(args); len(ops) > 1 && destroyingVerbs[ops[0].s] && formatsDevice(ops[1:]) {
+			c.refuse(RuleMkfs, match.String())
+		}
+	case name == "fdisk" || name == "sfdisk" || name == "parted" || name == "sgdisk" || name == "gdisk" ||
+		name == "blkdiscard" || name == "cfdisk":
 		for _, a := range operands(args) {
 			if isBlockDevice(a.s) {
 				c.refuse(RuleBlockDevice, match.String())
 				return
 			}
 		}
-	case name == "cp" || name == "mv" || name == "install" || name == "rsync":
-		if ops := operands(args); len(ops) >= 2 && isBlockDevice(ops[len(ops)-1].s) {
-			c.refuse(RuleBlockDevice, match.String())
-		}
 	case name == "chmod" || name == "chown" || name == "chgrp":
 		recursive := false
 		for _, a := range options(args) {
-			recursive = recursive || a == "--recursive" || shortFlag(a, 'R')
+			recursive = recursive || longOpt(a, "--recursive", 5) || shortFlag(a, 'R') // --rec: --ref is --reference
 		}
-		if recursive && anyRootPath(operands(args)) {
+		if recursive && c.anyRootPath(operands(args)) {
 			c.refuse(RuleChmodRoot, match.String())
 		}
 	case name == "shutdown" || name == "reboot" || name == "halt" || name == "poweroff":
@@ -97,7 +104,7 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 			return
 		}
 		switch ops[0].s {
-		case "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate":
+		case "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "soft-reboot", "hybrid-sleep", "suspend-then-hibernate":
 			c.refuse(RulePower, match.String())
 		case "start", "isolate", "restart":
 			for _, unit := range ops[1:] {
@@ -115,6 +122,20 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 				}
 			}
 		}
+	case name == "loginctl":
+		if ops := operands(args); len(ops) > 0 {
+			switch ops[0].s {
+			case "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "soft-reboot":
+				c.refuse(RulePower, match.String())
+			}
+		}
+	case name == "kexec":
+		for _, a := range options(args) {
+			if a == "-e" || a == "--exec" || a == "-f" || a == "--force" {
+				c.refuse(RulePower, match.String()) // boots the loaded kernel now
+				return
+			}
+		}
 	case name == "service":
 		if ops := operands(args); len(ops) >= 2 && firewallUnit(ops[0].s) && ops[1].s == "stop" {
 			c.refuse(RuleFirewall, match.String())
@@ -127,25 +148,48 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 			}
 		}
 	case name == "nft":
-		joined := " " + joinWords(args) + " "
-		if strings.Contains(joined, " flush ruleset ") || strings.Contains(joined, " flush table ") {
-			c.refuse(RuleFirewall, match.String())
+		joined := " " + strings.Join(ifsFields(joinWords(args)), " ") + " " // nft 'flush ruleset' is one word
+		for _, verb := range []string{" flush ruleset ", " flush table ", " flush chain ", " delete table ", " delete chain "} {
+			if strings.Contains(joined, verb) {
+				c.refuse(RuleFirewall, match.String())
+				return
+			}
 		}
 	case name == "ufw":
-		if ops := operands(args); len(ops) > 0 && ops[0].s == "disable" {
+		if ops := operands(args); len(ops) > 0 && (ops[0].s == "disable" || ops[0].s == "reset") {
 			c.refuse(RuleFirewall, match.String())
 		}
 	case name == "setenforce":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "0" || strings.EqualFold(ops[0].s, "permissive")) {
 			c.refuse(RuleSELinux, match.String())
 		}
-	case name == "sudo" || name == "su" || name == "doas" || name == "pkexec" || name == "run0":
+	case privilegeRunners[name]:
 		c.refuse(RulePrivilege, match.String())
+	case name == "machinectl":
+		if ops := operands(args); len(ops) > 0 && (ops[0].s == "shell" || ops[0].s == "login") {
+			c.refuse(RulePrivilege, match.String())
+		}
 	case name == "chroot":
 		c.refuse(RuleChroot, match.String())
 	case name == "mount" || name == "umount":
 		c.refuse(RuleMount, match.String())
+	default:
+		for _, target := range writtenPaths(name, args) {
+			c.writeTo(target, match.String())
+			if c.done() {
+				return
+			}
+		}
 	}
+}
+
+// privilegeRunners run a command as another user, with other capabilities,
+// or in another namespace or service manager: whatever they run, they are
+// refused for what they are.
+var privilegeRunners = map[string]bool{
+	"sudo": true, "su": true, "doas": true, "pkexec": true, "run0": true, "sudoedit": true, "gosu": true,
+	"su-exec": true, "runuser": true, "setpriv": true, "capsh": true, "nsenter": true, "systemd-run": true,
+	"sg": true, "newgrp": true, "chpst": true, "setuidgid": true,
 }
 
 // options returns the option words before "--".
@@ -198,8 +242,13 @@ var systemDirs = map[string]bool{
 	"/srv": true, "/sys": true, "/usr": true, "/var": true,
 }
 
-func anyRootPath(ws []word) bool {
+// anyRootPath reports whether a target is a root (isRootPath), a relative one
+// read from the working directory the script moved to (cd /; rm -rf *).
+func (c *checker) anyRootPath(ws []word) bool {
 	for _, w := range ws {
+		if c.cwd != "" && !w.dynamic && !strings.HasPrefix(w.s, "/") && !strings.HasPrefix(w.s, "~") {
+			w.s = c.cwd + "/" + w.s
+		}
 		if isRootPath(w) {
 			return true
 		}
@@ -207,20 +256,20 @@ func anyRootPath(ws []word) bool {
 	return false
 }
 
-// homeSpellings reduce the ways of writing the home directory to "~".
-var homeSpellings = strings.NewReplacer("${HOME}", "~", "$HOME", "~", `"`, "")
+// homeSpelling matches the ways of writing the home directory: $HOME,
+// ${HOME}, ${HOME:?msg}, ${HOME:-x}.
+var homeSpelling = regexp.MustCompile(`\$\{HOME(?:[:]?[-=?+][^}]*)?\}|\$HOME\b`)
 
-// isRootPath reports whether a target is /, home, or a top-level system directory,
-// with any trailing "/", "/*" or "/.*".
+// isRootPath reports whether a target is /, a home directory or above, or a
+// top-level system directory, with any trailing "/", "/*" or "/.*", however it
+// is spelt: ~root, ~/.., ${HOME:?}, //etc, /proc/self/root/usr.
 func isRootPath(w word) bool {
-	s := w.s
-	if w.dynamic {
+	s := strings.ReplaceAll(w.s, `"`, "")
+	s = homeSpelling.ReplaceAllString(s, "~")
+	if w.dynamic && !strings.HasPrefix(s, "~") {
 		// Only $HOME is known to be a root of something; other dynamic targets are
 		// unknown, not root.
-		s = homeSpellings.Replace(s)
-		if !strings.HasPrefix(s, "~") {
-			return false
-		}
+		return false
 	}
 	for {
 		t := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(s, "/*"), "/.*"), "/")
@@ -232,21 +281,167 @@ func isRootPath(w word) bool {
 	if s == "" || s == "~" {
 		return true
 	}
+	if strings.HasPrefix(s, "~") {
+		// ~user is that user's home (root's is /root); ~/.. climbs out of one.
+		user, rest, _ := strings.Cut(s[1:], "/")
+		home := "/home/" + user
+		switch user {
+		case "":
+			home = "/home/user"
+		case "root":
+			home = "/root"
+		}
+		s = home + "/" + rest
+		if p := cleanPath(s); p == home || p == "/home" {
+			return true
+		}
+	}
 	if !strings.HasPrefix(s, "/") {
 		return false
 	}
-	s = cleanPath(s)
+	s = systemPath(s)
 	if s == "/" || systemDirs[s] {
 		return true
 	}
-	// A glob in the first component (/e*, /?tc) may name a system directory.
+	// A glob in the first component (/e*, /?tc, /.[!.]*) may name a system directory.
 	first := strings.SplitN(s[1:], "/", 2)[0]
 	return w.glob && strings.ContainsAny(first, "*?[") && !strings.Contains(s[1:], "/")
 }
 
-var blockDevice = regexp.MustCompile(`^/dev/((sd|hd|vd|xvd|nvme|mmcblk|dm-|md|loop|sr|nbd|rbd|zram)[^/]*|(mapper|disk)/.+|mem|kmem|port)$`)
+// systemPath is p as the kernel resolves it: cleaned, and with a
+// /proc/PID/root prefix (the root again) taken away.
+func systemPath(p string) string {
+	p = cleanPath(p)
+	if rest, ok := strings.CutPrefix(p, "/proc/"); ok {
+		pid, after, _ := strings.Cut(rest, "/")
+		if pid == "self" || pid == "thread-self" || isDigits(pid) {
+			if r, ok := strings.CutPrefix(after, "root"); ok && (r == "" || r[0] == '/') {
+				return cleanPath("/" + r)
+			}
+		}
+	}
+	return p
+}
 
-// isBlockDevice reports whether path names a block device or raw memory.
+// longOpt reports whether a is full or an abbreviation of it that GNU's
+// option parser takes (at least min bytes, "--" included).
+func longOpt(a, full string, min int) bool {
+	if key, _, ok := strings.Cut(a, "="); ok {
+		a = key
+	}
+	return len(a) >= min && strings.HasPrefix(full, a)
+}
+
+// isFormatter reports whether name makes a filesystem, swap or an empty disk.
+func isFormatter(name string) bool {
+	switch name {
+	case "mkfs", "mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "mkexfatfs", "mkreiserfs", "mkisofs", "diskpart", "format":
+		return true
+	}
+	return strings.HasPrefix(name, "mkfs.")
+}
+
+// formatsDevice reports whether a formatter's arguments aim it at a device (or
+// at a target only known at run time): --help, --version or a dry run (-n) write
+// nothing, and a regular file (a disk image) is harmless.
+func formatsDevice(args []word) bool {
+	for _, a := range options(args) {
+		if a == "--help" || a == "-h" || a == "-V" || a == "--version" || a == "-n" || a == "--dry-run" || a == "--noact" {
+			return false
+		}
+	}
+	for _, a := range operands(args) {
+		if a.dynamic || strings.HasPrefix(systemPath(a.s), "/dev/") {
+			return true
+		}
+	}
+	return false
+}
+
+// destroyingVerbs are the subcommands of nvme and cryptsetup that wipe a device.
+var destroyingVerbs = map[string]bool{"format": true, "sanitize": true, "luksFormat": true, "erase": true, "luksErase": true, "reencrypt": true}
+
+// writtenPaths are the files a command writes, for the programs that write one
+// named in their arguments.
+func writtenPaths(name string, args []word) []string {
+	var out []string
+	value := func(short, long string) {
+		for i, a := range args {
+			switch {
+			case a.s == short || a.s == long:
+				if i+1 < len(args) {
+					out = append(out, args[i+1].s)
+				}
+			case long != "" && strings.HasPrefix(a.s, long+"="):
+				out = append(out, a.s[len(long)+1:])
+			case short != "" && len(a.s) > 2 && strings.HasPrefix(a.s, short) && !strings.HasPrefix(a.s, "--"):
+				out = append(out, a.s[2:]) // -o/dev/sda
+			}
+		}
+	}
+	switch name {
+	case "dd":
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a.s, "of="); ok {
+				out = append(out, v)
+			}
+		}
+	case "tee", "shred", "truncate":
+		for _, a := range operands(args) {
+			out = append(out, a.s)
+		}
+	case "cp", "mv", "install", "rsync", "ln":
+		if ops := operands(args); len(ops) >= 2 {
+			out = append(out, ops[len(ops)-1].s)
+		}
+	case "ddrescue":
+		if ops := operands(args); len(ops) >= 2 {
+			out = append(out, ops[1].s)
+		}
+	case "curl":
+		value("-o", "--output")
+	case "wget":
+		value("-O", "--output-document")
+	case "sort":
+		value("-o", "--output")
+	case "tar":
+		for i, a := range args {
+			switch {
+			case a.s == "--file" && i+1 < len(args):
+				out = append(out, args[i+1].s)
+			case strings.HasPrefix(a.s, "--file="):
+				out = append(out, a.s[len("--file="):])
+			case len(a.s) > 1 && a.s[0] != '-' && i == 0 || shortFlag(a.s, 'f'):
+				// -cf FILE, cf FILE (old style): f takes the next word.
+				if strings.IndexByte(a.s, 'f') >= 0 && i+1 < len(args) {
+					out = append(out, args[i+1].s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+var blockDevice = regexp.MustCompile(`^/dev/((sd|hd|vd|xvd|nvme|mmcblk|dm-|md|loop|sr|nbd|rbd|zram|ram|fd|mtd|ubi|bcache|zd|drbd|rsxx|nullb|pmem)[^/]*|(mapper|disk|block)/.+|root|mem|kmem|port)$`)
+
+// devDirs are the directories under /dev that hold no block devices; any other
+// /dev/NAME/NAME is taken for an LVM volume (/dev/VG/LV).
+var devDirs = map[string]bool{
+	"pts": true, "shm": true, "mqueue": true, "fd": true, "net": true, "snd": true, "input": true, "dri": true,
+	"bus": true, "char": true, "cpu": true, "hugepages": true, "usb": true, "v4l": true, "serial": true, "vfio": true,
+}
+
+// isBlockDevice reports whether path names a block device or raw memory, however
+// it is spelt (//dev/sda, /./dev/sda, /proc/self/root/dev/sda).
 func isBlockDevice(path string) bool {
-	return strings.HasPrefix(path, "/dev/") && blockDevice.MatchString(cleanPath(path))
+	p := systemPath(path)
+	rest, ok := strings.CutPrefix(p, "/dev/")
+	if !ok {
+		return false
+	}
+	if blockDevice.MatchString(p) {
+		return true
+	}
+	dir, _, nested := strings.Cut(rest, "/")
+	return nested && !devDirs[dir]
 }

@@ -76,6 +76,9 @@ type checker struct {
 	argsCache map[*syntax.CallExpr][][]word
 	refusal   *Decision
 	steps     int
+	// cwd is the directory the script moved to (cd /), for relative targets;
+	// empty while it is the sandbox's working directory.
+	cwd string
 }
 
 func (p *Policy) newChecker() *checker {
@@ -148,6 +151,52 @@ var writeTargets = map[string]Rule{
 	"/proc/sysrq-trigger":     RulePower, // "b" reboots, "o" powers off, at once
 	"/sys/fs/selinux/enforce": RuleSELinux,
 	"/selinux/enforce":        RuleSELinux,
+}
+
+// writeTo judges a write to target, by a redirect or by a program that writes
+// it: a block device, or a file whose writing does what a refused command does.
+func (c *checker) writeTo(target, match string) {
+	if alwaysPass[target] {
+		return
+	}
+	p := systemPath(homeSpelling.ReplaceAllString(strings.ReplaceAll(target, `"`, ""), "~"))
+	if rule, ok := writeTargets[p]; ok {
+		c.refuse(rule, match)
+		return
+	}
+	if isBlockDevice(p) {
+		c.refuse(RuleBlockDevice, match)
+		return
+	}
+	for _, re := range c.p.denyWrite {
+		if re.MatchString(p) {
+			c.refuse(RuleDenyWrite, match)
+			return
+		}
+	}
+}
+
+// codeVars are variables whose value a program runs as shell code: git's ssh
+// command and pager, man's and less's pagers, editors, bash's prompt command.
+var codeVars = map[string]bool{
+	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "GIT_EDITOR": true, "GIT_EXTERNAL_DIFF": true,
+	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true, "PAGER": true, "MANPAGER": true,
+	"SYSTEMD_PAGER": true, "EDITOR": true, "VISUAL": true, "LESSOPEN": true, "LESSCLOSE": true,
+	"PROMPT_COMMAND": true, "BROWSER": true, "BASH_ENV": true, "ENV": true,
+}
+
+// isCodeVar reports whether a variable's value runs as code: one of codeVars, or
+// an exported bash function (BASH_FUNC_name%%).
+func isCodeVar(name string) bool {
+	return codeVars[name] || strings.HasPrefix(name, "BASH_FUNC_")
+}
+
+// codeVar judges the value of a code variable as the script it is.
+func (c *checker) codeVar(name, value string, depth int) {
+	if strings.HasPrefix(name, "BASH_FUNC_") {
+		value = strings.TrimPrefix(strings.TrimSpace(value), "()") // () { body }
+	}
+	c.script(value, depth+1)
 }
 
 // parsers are reused: a parser's buffers are most of the cost of a short check.
@@ -461,6 +510,18 @@ func (c *checker) walk(src string, f syntax.Node, depth int) {
 			c.redirects(src, n, ctxs)
 		case *syntax.CallExpr:
 			c.call(src, n, ctxs[n], depth)
+		case *syntax.DeclClause: // export, declare, local, readonly, typeset
+			for _, as := range n.Args {
+				if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+					if v, ok := c.staticString(as.Value); ok {
+						c.codeVar(as.Name.Value, v, depth)
+					}
+				}
+			}
+		case *syntax.LetClause:
+			for _, e := range n.Exprs {
+				c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
+			}
 		}
 		return !c.done()
 	})
@@ -538,9 +599,6 @@ func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
 	return out
 }
 
-// printfEscapes turns the separators echo -e and printf write into spaces.
-var printfEscapes = strings.NewReplacer(`\n`, " ", `\t`, " ")
-
 // findStarts returns the start paths of a find stage: find prints them first,
 // then what lies under them, so they are among what a following xargs receives.
 // Other output stays unknown.
@@ -574,17 +632,154 @@ func (c *checker) literalOutput(src string, call *syntax.CallExpr) ([]string, bo
 	if name != "echo" && name != "printf" {
 		return nil, false
 	}
-	var out []string
+	var args []string
 	for _, w := range argv[1:] {
 		if w.dynamic {
 			return nil, false
 		}
-		if strings.HasPrefix(w.s, "-") && name == "echo" {
+		args = append(args, w.s)
+	}
+	text, ok := "", true
+	if name == "printf" {
+		text, ok = printfText(args)
+	} else {
+		text = echoText(args)
+	}
+	if !ok {
+		return nil, false
+	}
+	return ifsFields(text), true
+}
+
+// echoText is what echo prints: its words joined by spaces, with -e's escapes
+// decoded (bash's builtin echo, and busybox's, take -n, -e and -E).
+func echoText(args []string) string {
+	escapes := false
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && strings.Trim(args[0][1:], "neE") == "" {
+		escapes = strings.ContainsRune(args[0], 'e') || escapes && !strings.ContainsRune(args[0], 'E')
+		args = args[1:]
+	}
+	text := strings.Join(args, " ")
+	if escapes {
+		text = unescape(text)
+	}
+	return text
+}
+
+// printfText is what printf prints for a literal format and arguments: %s, %b,
+// %c, %d and %% are applied and the escapes decoded, so that a command name
+// spelt as printf '\x72\x6d' or printf 'r%s' m reads as rm. ok is false for
+// what it does not model: the output is then unknown (dynamic).
+func printfText(args []string) (string, bool) {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 || args[0] == "-v" {
+		return "", false
+	}
+	format, args := args[0], args[1:]
+	var b strings.Builder
+	for first := true; first || len(args) > 0; first = false {
+		for i := 0; i < len(format); i++ {
+			ch := format[i]
+			switch {
+			case ch == '\\':
+				text, n := unescapeOne(format[i:])
+				b.WriteString(text)
+				i += n - 1
+			case ch == '%' && i+1 < len(format):
+				i++
+				arg := ""
+				if format[i] != '%' && len(args) > 0 {
+					arg, args = args[0], args[1:]
+				}
+				switch format[i] {
+				case '%':
+					b.WriteByte('%')
+				case 's', 'd', 'i', 'u':
+					b.WriteString(arg)
+				case 'c':
+					if arg != "" {
+						b.WriteByte(arg[0])
+					}
+				case 'b':
+					text := unescape(arg)
+					b.WriteString(text)
+				default:
+					return "", false // widths, precisions, other conversions
+				}
+			default:
+				b.WriteByte(ch)
+			}
+		}
+		if !strings.Contains(format, "%") {
+			break
+		}
+	}
+	return b.String(), true
+}
+
+// unescape decodes the backslash escapes of echo -e and printf.
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
 			continue
 		}
-		out = append(out, strings.Fields(printfEscapes.Replace(w.s))...)
+		text, n := unescapeOne(s[i:])
+		b.WriteString(text)
+		i += n - 1
 	}
-	return out, true
+	return b.String()
+}
+
+// unescapeOne decodes the escape at the start of s and says how long it was.
+func unescapeOne(s string) (string, int) {
+	if len(s) < 2 {
+		return s, len(s)
+	}
+	switch s[1] {
+	case 'n':
+		return "\n", 2
+	case 't':
+		return "\t", 2
+	case '\\':
+		return "\\", 2
+	case 'x':
+		n := 2
+		for n < len(s) && n < 4 && isHex(s[n]) {
+			n++
+		}
+		if n == 2 {
+			return s[:2], 2
+		}
+		v, _ := strconv.ParseUint(s[2:n], 16, 8)
+		return string(rune(byte(v))), n
+	case '0', '1', '2', '3', '4', '5', '6', '7':
+		n := 1
+		if s[1] == '0' {
+			n = 2 // \0NNN
+		}
+		start := n
+		for n < len(s) && n < start+3 && s[n] >= '0' && s[n] <= '7' {
+			n++
+		}
+		v, _ := strconv.ParseUint(s[start:n], 8, 8)
+		if n == start {
+			v = 0
+		}
+		return string(rune(byte(v))), n
+	}
+	return s[:2], 2
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// ifsFields splits text as the shell splits an unquoted expansion with the
+// default IFS: on spaces, tabs and newlines only (a U+00A0 is part of a word).
+func ifsFields(text string) []string {
+	return strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' })
 }
 
 // fetches reports whether a statement downloads: curl or wget anywhere in it.
@@ -658,14 +853,8 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			}
 			continue
 		}
-		writes := r.Op != syntax.RdrIn
-		if writes && !alwaysPass[target] {
-			if rule, ok := writeTargets[cleanPath(target)]; ok {
-				c.refuse(rule, r.Op.String()+" "+target)
-				return
-			}
-			if isBlockDevice(target) {
-				c.refuse(RuleBlockDevice, r.Op.String()+" "+target)
+		if r.Op != syntax.RdrIn {
+			if c.writeTo(target, r.Op.String()+" "+target); c.done() {
 				return
 			}
 		}
@@ -675,7 +864,16 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 
 // call judges one simple command, in every reading its expansions allow.
 func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth int) {
-	if len(call.Args) == 0 {
+	for _, as := range call.Assigns {
+		if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+			if v, ok := c.staticString(as.Value); ok {
+				c.codeVar(as.Name.Value, v, depth)
+			} else if c.strict() {
+				c.refuse(RuleDynamicCommand, sourceOf(src, as))
+			}
+		}
+	}
+	if len(call.Args) == 0 || c.done() {
 		return // assignments only
 	}
 	for _, argv := range c.callArgs(src, call, false) {

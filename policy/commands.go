@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -57,7 +58,19 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.nested(name, argv, ctx, depth)
 		return
 	}
-	c.builtinRules(name, argv, extra, ctx, match)
+	switch name {
+	case "cd", "pushd":
+		c.chdir(argv[1:])
+	case "popd":
+		c.cwd = ""
+	case "hash":
+		c.hash(argv[1:])
+	}
+	if _, isFunc := c.funcs[name]; !isFunc || c.bombs[name] {
+		// A function the script defines shadows the program of its name: its body
+		// is what runs, and is judged with its arguments below.
+		c.builtinRules(name, argv, extra, ctx, match)
+	}
 	if c.done() {
 		return
 	}
@@ -100,6 +113,44 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		case strings.HasPrefix(a.s, "$HOME") || strings.HasPrefix(a.s, "${HOME}") || strings.HasPrefix(a.s, `"$HOME`):
 			c.checkPath("~", match.String()) // the home directory is never in the workspace
 		}
+	}
+}
+
+// chdir follows cd and pushd, so that later relative targets are read from
+// where the script went (cd / && rm -rf *).
+func (c *checker) chdir(args []word) {
+	ops := operands(args)
+	switch {
+	case len(ops) == 0:
+		c.cwd = "~"
+	case ops[0].dynamic || ops[0].s == "-":
+		c.cwd = ""
+	case strings.HasPrefix(ops[0].s, "/") || strings.HasPrefix(ops[0].s, "~"):
+		c.cwd = strings.TrimSuffix(cleanPath(ops[0].s), "/")
+		if c.cwd == "" {
+			c.cwd = "/"
+		}
+	case c.cwd != "":
+		c.cwd = cleanPath(c.cwd + "/" + ops[0].s)
+	}
+}
+
+// hash -p PATH NAME makes NAME run PATH: an alias, as far as judging goes.
+func (c *checker) hash(args []word) {
+	for i := 0; i+2 < len(args); i++ {
+		if args[i].s == "-p" && !args[i+1].dynamic && !args[i+2].dynamic {
+			c.aliases[args[i+2].s] = args[i+1].s
+			return
+		}
+	}
+}
+
+// let evaluates its arguments as arithmetic, where an array subscript runs
+// command substitutions: let 'x=a[$(rm -rf /)]'. An argument is judged as the
+// double-quoted word it expands like.
+func (c *checker) let(expr string, depth int) {
+	if strings.Contains(expr, "$(") || strings.Contains(expr, "`") {
+		c.script(`: "`+strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(expr)+`"`, depth+1)
 	}
 }
 
@@ -167,11 +218,16 @@ var wrappers = map[string]struct {
 	"xargs":    {optsWithValue: "adEeIiLlnPs", longWithValue: []string{"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}},
 	"unbuffer": {},
 	"flock":    {optsWithValue: "wEc", positional: 1},
-	"watch":    {optsWithValue: "nd", longWithValue: []string{"--interval"}},
 	"doas":     {optsWithValue: "uC"},
 	"sudo":     {optsWithValue: "ugpUChDrtT", longWithValue: []string{"--user", "--group", "--prompt", "--chdir"}},
 	"busybox":  {},
 	"ld.so":    {longWithValue: []string{"--library-path", "--preload", "--argv0", "--audit", "--inhibit-rpath"}},
+	"chronic":  {},
+	"strace":   {optsWithValue: "aeEIoOpPsSuUX", longWithValue: []string{"--output", "--trace", "--signal", "--attach", "--user", "--env"}},
+	"ltrace":   {optsWithValue: "aAeEDlnopsSuXw", longWithValue: []string{"--output", "--library"}},
+	"unshare":  {optsWithValue: "SGRw", longWithValue: []string{"--setuid", "--setgid", "--root", "--wd"}},
+	"firejail": {},
+	"toybox":   {},
 	"parallel": {optsWithValue: "jNnSPIaXL", longWithValue: []string{"--jobs", "--max-args", "--sshlogin", "--arg-file", "--delimiter", "--joblog", "--results", "--timeout"}},
 }
 
@@ -188,6 +244,11 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 		name := commandName(argv[0].s)
 		if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so" {
 			name = "ld.so" // the dynamic loader runs the program it is given
+		}
+		if script, ok := stringRunner(name, argv[1:]); ok {
+			// It hands a string to a shell: judge it as sh -c would.
+			argv = []word{{s: "sh"}, {s: "-c"}, script}
+			continue
 		}
 		w, isWrapper := wrappers[name]
 		if !isWrapper {
@@ -207,7 +268,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			return nil, false, false, false
 		}
 		rest := argv[1:]
-		if name == "busybox" {
+		if name == "busybox" || name == "toybox" {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
 				return nil, false, false, false // busybox --list, --help: runs nothing
 			}
@@ -234,6 +295,9 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 				break
 			}
 			if name == "env" && strings.Contains(s, "=") && !strings.HasPrefix(s, "-") {
+				if k, v, _ := strings.Cut(s, "="); isCodeVar(k) {
+					c.codeVar(k, v, 0)
+				}
 				i++ // NAME=VALUE
 				continue
 			}
@@ -243,6 +307,17 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			}
 			if !strings.HasPrefix(s, "-") || s == "-" {
 				break
+			}
+			if name == "time" {
+				// time -o FILE writes its report there.
+				if (s == "-o" || s == "--output") && i+1 < len(rest) {
+					c.writeTo(rest[i+1].s, joinWords(argv))
+				} else if v, ok := strings.CutPrefix(s, "--output="); ok {
+					c.writeTo(v, joinWords(argv))
+				}
+				if c.done() {
+					return nil, false, false, false
+				}
 			}
 			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
 				i++ // nice -10
@@ -310,6 +385,81 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 	return nil, false, false, false
 }
 
+// stringRunner returns the script a runner hands to a shell as a string: watch
+// CMD..., flock LOCK -c CMD, ssh HOST CMD..., parallel ::: CMD... (each argument
+// a command). ok is false when name is no such runner, or this use of it runs
+// a program with arguments instead (flock LOCK CMD ARGS).
+func stringRunner(name string, args []word) (word, bool) {
+	var rest []word
+	switch name {
+	case "watch":
+		rest = afterOptions(args, "nd", []string{"--interval"})
+	case "ssh":
+		rest = afterOptions(args, "BbcDEeFIiJLlmOopQRSWw", nil)
+		if len(rest) == 0 {
+			return word{}, false
+		}
+		rest = rest[1:] // the host
+	case "flock":
+		for i, a := range args {
+			if (a.s == "-c" || a.s == "--command") && i+1 < len(args) {
+				return args[i+1], true
+			}
+		}
+		return word{}, false
+	case "parallel":
+		if rest = afterOptions(args, "jNnSPIaXL", nil); len(rest) == 0 || rest[0].s != ":::" {
+			return word{}, false
+		}
+		rest = rest[1:]
+		script := word{}
+		for i, a := range rest {
+			if i > 0 {
+				script.s += "\n"
+			}
+			script.s += a.s
+			script.dynamic = script.dynamic || a.dynamic
+		}
+		return script, len(rest) > 0
+	default:
+		return word{}, false
+	}
+	if len(rest) == 0 {
+		return word{}, false
+	}
+	script := word{s: joinWords(rest)}
+	for _, a := range rest {
+		script.dynamic = script.dynamic || a.dynamic
+	}
+	return script, true
+}
+
+// afterOptions returns the words after a command's leading options, given the
+// short options that take a value.
+func afterOptions(args []word, optsWithValue string, longWithValue []string) []word {
+	for i := 0; i < len(args); i++ {
+		s := args[i].s
+		switch {
+		case args[i].dynamic:
+			return args[i:]
+		case s == "--":
+			return args[i+1:]
+		case strings.HasPrefix(s, "--"):
+			key, _, hasEq := strings.Cut(s, "=")
+			if !hasEq && slices.Contains(longWithValue, key) {
+				i++
+			}
+		case len(s) > 1 && s[0] == '-':
+			if k := strings.IndexAny(s[1:], optsWithValue); k >= 0 && k == len(s)-2 {
+				i++ // -n 1: the value is the next word (-n1 holds it)
+			}
+		default:
+			return args[i:]
+		}
+	}
+	return nil
+}
+
 // unwrapQuiet strips wrappers without judging them, to name the command a
 // pipeline stage runs.
 func (c *checker) unwrapQuiet(argv []word) []word {
@@ -336,13 +486,15 @@ func isDigits(s string) bool {
 // shellFields splits env -S's string as a shell would split plain words.
 func shellFields(s string) []word {
 	var out []word
-	for _, f := range strings.Fields(s) {
+	for _, f := range ifsFields(s) {
 		out = append(out, word{s: strings.Trim(f, `'"`)})
 	}
 	return out
 }
 
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true, "fish": true, "rbash": true}
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true,
+	"yash": true, "fish": true, "rbash": true, "ksh93": true, "pdksh": true, "oksh": true, "loksh": true, "rksh": true,
+	"posh": true, "csh": true, "tcsh": true, "hush": true, "msh": true}
 
 // interpreters read a program from stdin when given no program argument; the
 // value lists their options that take the program or a value.
@@ -374,17 +526,40 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 		case "stdin":
 			c.stdinScript(argv, ctx, depth)
 		case "file":
-			if strings.HasPrefix(script.s, "<(") || strings.HasPrefix(script.s, "$(") {
+			switch {
+			case !script.dynamic && isFdPath(script.s):
+				c.stdinScript(argv, ctx, depth) // bash /dev/fd/3 3<<<'script'
+			case strings.HasPrefix(script.s, "<(") || strings.HasPrefix(script.s, "$("):
 				c.procSubst(argv, script)
 			}
 		}
+	case name == "at" || name == "batch":
+		// at reads the commands it schedules from stdin, unless -f names a file.
+		for _, a := range args {
+			if a.s == "-f" || shortFlag(a.s, 'f') || a.s == "-l" || a.s == "-r" || a.s == "-d" || a.s == "-c" {
+				return
+			}
+		}
+		c.stdinScript(argv, ctx, depth)
 	case name == "source" || name == ".":
 		if len(args) > 0 {
-			if s := args[0].s; (s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0") && ctx.fromFetch {
-				c.refuse(RuleFetchPipe, joinWords(argv))
+			if !args[0].dynamic && isFdPath(args[0].s) {
+				c.stdinScript(argv, ctx, depth) // . /dev/stdin <<< 'script'
 				return
 			}
 			c.procSubst(argv, args[0])
+		}
+	case name == "awk" || name == "gawk" || name == "mawk" || name == "nawk":
+		if program, ok := awkProgram(args); ok {
+			for _, cmd := range awkCommands(program) {
+				c.script(cmd, depth+1)
+			}
+		}
+	case name == "sed" || name == "gsed":
+		for _, script := range sedScripts(args) {
+			for _, cmd := range sedCommands(script) {
+				c.script(cmd, depth+1)
+			}
 		}
 	case name == "eval":
 		if len(args) > 0 && args[0].s == "--" {
@@ -463,6 +638,99 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 			}
 		}
 	}
+}
+
+// isFdPath reports whether a script path reads an open file descriptor (a
+// here-string, a here-document or a pipe): /dev/stdin, /dev/fd/N, /proc/self/fd/N.
+func isFdPath(p string) bool {
+	p = cleanPath(p)
+	return p == "/dev/stdin" || strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/self/fd/")
+}
+
+// awkProgram returns awk's program text: the first operand, unless -f names a
+// program file.
+func awkProgram(args []word) (string, bool) {
+	for i := 0; i < len(args); i++ {
+		s := args[i].s
+		switch {
+		case args[i].dynamic:
+			return "", false
+		case s == "-f" || strings.HasPrefix(s, "--file"):
+			return "", false
+		case s == "-v" || s == "-F":
+			i++
+		case s == "--":
+			if i+1 < len(args) && !args[i+1].dynamic {
+				return args[i+1].s, true
+			}
+			return "", false
+		case strings.HasPrefix(s, "-") && len(s) > 1:
+		default:
+			return s, true
+		}
+	}
+	return "", false
+}
+
+var (
+	// awkSystem and awkPipe find the commands an awk program runs:
+	// system("cmd"), print | "cmd", "cmd" | getline.
+	awkSystem  = regexp.MustCompile(`system\s*\(\s*"((?:[^"\\]|\\.)*)"`)
+	awkPipe    = regexp.MustCompile(`\|&?\s*"((?:[^"\\]|\\.)*)"`)
+	awkGetline = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"\s*\|&?\s*getline`)
+	// awkRuns says an awk program runs commands at all.
+	awkRuns = regexp.MustCompile(`\bsystem\s*\(|\|&?\s*("|[A-Za-z_])|\|&?\s*getline`)
+)
+
+// awkCommands returns the literal commands an awk program runs.
+func awkCommands(program string) []string {
+	var out []string
+	for _, re := range []*regexp.Regexp{awkSystem, awkPipe, awkGetline} {
+		for _, m := range re.FindAllStringSubmatch(program, -1) {
+			out = append(out, strings.ReplaceAll(m[1], `\"`, `"`))
+		}
+	}
+	return out
+}
+
+// sedScripts returns sed's scripts: the -e and --expression values, or the
+// first operand.
+func sedScripts(args []word) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		s := args[i].s
+		switch {
+		case args[i].dynamic:
+			return out
+		case (s == "-e" || s == "--expression") && i+1 < len(args):
+			out = append(out, args[i+1].s)
+			i++
+		case strings.HasPrefix(s, "--expression="):
+			out = append(out, s[len("--expression="):])
+		case s == "-f" || s == "--file":
+			i++
+		case strings.HasPrefix(s, "-") && len(s) > 1:
+		default:
+			if len(out) == 0 {
+				out = append(out, s)
+			}
+			return out
+		}
+	}
+	return out
+}
+
+// sedExec finds GNU sed's e command, which runs the rest of its line: an
+// address (a number, $, or a /regex/, or a range of them), then e and the command.
+var sedExec = regexp.MustCompile(`(?m)(?:^|[;{}])\s*(?:(?:\d+|\$|/(?:[^/\\]|\\.)*/)(?:\s*,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/))?\s*!?\s*)?e[ \t]+([^;\n}]+)`)
+
+// sedCommands returns the commands a sed script's e commands run.
+func sedCommands(script string) []string {
+	var out []string
+	for _, m := range sedExec.FindAllStringSubmatch(script, -1) {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 // dynamicScript judges a script only known at run time: downloaded text is refused

@@ -38,6 +38,11 @@ type Config struct {
 	// absolute paths outside every root and relative paths that climb out of the
 	// first root (the working directory) are refused.
 	WorkspaceRoots []string `json:"workspace_roots,omitempty"`
+	// DenyWritePaths are globs of paths no command may write, by a redirect or
+	// by any program the checker knows writes a file (tee, dd of=, cp, curl -o,
+	// ...): * and ? within a path component, ** across components, ~ for the
+	// home directory ("~/.bash_history", "/etc/**").
+	DenyWritePaths []string `json:"deny_write_paths,omitempty"`
 }
 
 // ProgramRule names a program, with optional constraints on its arguments.
@@ -83,6 +88,7 @@ type Policy struct {
 	denyPrograms  map[string][]*regexp.Regexp // program -> argument patterns (nil: any)
 	allowlist     map[string][][]string       // program -> permitted leading words (nil: any)
 	roots         []string
+	denyWrite     []*regexp.Regexp
 }
 
 // New compiles cfg. An invalid pattern or mode is an error naming the field.
@@ -137,6 +143,13 @@ func New(cfg Config) (*Policy, error) {
 			}
 		}
 	}
+	for i, g := range cfg.DenyWritePaths {
+		re, err := globRegexp(g)
+		if err != nil {
+			return nil, fmt.Errorf("deny_write_paths[%d]: %v", i, err)
+		}
+		p.denyWrite = append(p.denyWrite, re)
+	}
 	for i, root := range cfg.WorkspaceRoots {
 		if !strings.HasPrefix(root, "/") {
 			return nil, fmt.Errorf("workspace_roots[%d]: %q is not an absolute path", i, root)
@@ -177,4 +190,40 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("policy config: %w", err)
 	}
 	return cfg, nil
+}
+
+// globRegexp compiles a path glob: * and ? stay within a component, ** spans
+// components, [...] is a class; a leading $HOME is ~.
+func globRegexp(g string) (*regexp.Regexp, error) {
+	g = homeSpelling.ReplaceAllString(g, "~")
+	if g == "" || !strings.HasPrefix(g, "/") && !strings.HasPrefix(g, "~") {
+		return nil, fmt.Errorf("%q is not an absolute path or one under ~", g)
+	}
+	if !strings.HasPrefix(g, "~") {
+		g = cleanPath(g)
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(g); i++ {
+		switch ch := g[i]; {
+		case ch == '*' && i+1 < len(g) && g[i+1] == '*':
+			b.WriteString(".*")
+			i++
+		case ch == '*':
+			b.WriteString("[^/]*")
+		case ch == '?':
+			b.WriteString("[^/]")
+		case ch == '[':
+			j := strings.IndexByte(g[i:], ']')
+			if j < 0 {
+				return nil, fmt.Errorf("%q: unclosed [", g)
+			}
+			b.WriteString(strings.Replace(g[i:i+j+1], "[!", "[^", 1))
+			i += j
+		default:
+			b.WriteString(regexp.QuoteMeta(string(ch)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
 }

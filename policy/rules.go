@@ -21,7 +21,7 @@ var (
 	RulePower       = Rule{"power", "shuts down or reboots the machine"}
 	RuleFirewall    = Rule{"firewall-disable", "disables or flushes the firewall"}
 	RuleSELinux     = Rule{"selinux-disable", "disables SELinux enforcement"}
-	RulePrivilege   = Rule{"privilege-escalation", "runs a command as another user (sudo, su, doas, pkexec)"}
+	RulePrivilege   = Rule{"privilege-escalation", "runs a command as another user, with other capabilities or in another namespace (sudo, su, doas, pkexec, gosu, nsenter, ...)"}
 	RuleChroot      = Rule{"chroot", "changes the root directory"}
 	RuleMount       = Rule{"mount", "mounts or unmounts a filesystem"}
 	RuleFetchPipe   = Rule{"fetch-pipe-shell", "pipes downloaded text into a shell"}
@@ -40,6 +40,7 @@ var (
 	RuleNotAllowed    = Rule{"not-allowlisted", "the program is not on the operator's allowlist"}
 	RuleOutsideRoots  = Rule{"path-outside-workspace", "a path argument is outside the workspace"}
 	RulePathTraversal = Rule{"path-traversal", "a relative path climbs out of the workspace"}
+	RuleDenyWrite     = Rule{"deny-write-path", "writes to a path the operator denies"}
 )
 
 // Rules lists every rule, for documentation and for `airlock check --rules`.
@@ -48,6 +49,6 @@ func Rules() []Rule {
 		RuleRmRoot, RuleFindDelete, RuleMkfs, RuleBlockDevice, RuleChmodRoot, RuleForkBomb, RulePower,
 		RuleFirewall, RuleSELinux, RulePrivilege, RuleChroot, RuleMount, RuleFetchPipe, RuleEvalFetched,
 		RuleTooComplex, RuleTooLarge, RuleDynamicCommand, RulePipeShell, RuleUnparseable,
-		RuleDenyProgram, RuleDenyPattern, RuleNotAllowed, RuleOutsideRoots, RulePathTraversal,
+		RuleDenyProgram, RuleDenyPattern, RuleNotAllowed, RuleOutsideRoots, RulePathTraversal, RuleDenyWrite,
 	}
 }
