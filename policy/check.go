@@ -841,6 +841,14 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			continue
 		}
 		target, ok := c.staticString(r.Word)
+		if !ok && r.Op != syntax.RdrIn {
+			if text := sourceOf(src, r.Word); homeSpelling.MatchString(text) {
+				c.writeTo(text, r.Op.String()+" "+text) // > "$HOME/.bash_history"
+				if c.done() {
+					return
+				}
+			}
+		}
 		if !ok {
 			if r.Op == syntax.RdrIn {
 				if call, isCall := st.Cmd.(*syntax.CallExpr); isCall {

@@ -173,3 +173,38 @@ func TestFamilyFalsePositives(t *testing.T) {
 		{cmd: `mkfs.ext4 "$DEV"`, want: "mkfs"},
 	})
 }
+
+func TestStrictInlineCode(t *testing.T) {
+	runCases(t, "inline code", []tcase{
+		{cmd: `python3 -c 'import os; os.system("id")'`, mode: ModeStrict, want: "inline-code"},
+		{cmd: `perl -e 'unlink glob "*"'`, mode: ModeStrict, want: "inline-code"},
+		{cmd: `ruby -e 'puts 1'`, mode: ModeStrict, want: "inline-code"},
+		{cmd: `node -e 'process.exit(0)'`, mode: ModeStrict, want: "inline-code"},
+		{cmd: `awk 'BEGIN{system(cmd)}'`, mode: ModeStrict, want: "inline-code"},
+		{cmd: `awk '{print $1 | "sort"}' f`, mode: ModeStrict, want: "inline-code"},
+		{cmd: `python3 -c 'print(1)'`, want: allow},
+		{cmd: `python3 script.py`, mode: ModeStrict, want: allow},
+		{cmd: `awk '{print $1}' f`, mode: ModeStrict, want: allow},
+		{cmd: `python3 -c 'print(1)'`, mode: ModeStrict, want: allow,
+			cfg: func(c *Config) { c.AllowPatterns = []string{`^python3 -c 'print\(1\)'$`, `^python3 -c print\(1\)$`} }},
+		{cmd: `python3 -c 'print(1)'`, mode: ModeStrict, want: allow,
+			cfg: func(c *Config) { c.Allowlist = []ProgramRule{{Program: "python3"}} }},
+	})
+}
+
+func TestDenyWritePaths(t *testing.T) {
+	deny := func(c *Config) { c.DenyWritePaths = []string{"~/.bash_history", "/etc/**", "/var/log/*.log"} }
+	runCases(t, "deny write", []tcase{
+		{cmd: `echo x > ~/.bash_history`, cfg: deny, want: "deny-write-path"},
+		{cmd: `echo x >> "$HOME/.bash_history"`, cfg: deny, want: "deny-write-path"},
+		{cmd: `echo x | tee /etc/hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cp x /etc/cron.d/job`, cfg: deny, want: "deny-write-path"},
+		{cmd: `dd of=/var/log/auth.log if=/dev/zero`, cfg: deny, want: "deny-write-path"},
+		{cmd: `curl -o //etc/passwd https://x`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cat /etc/hosts > /tmp/hosts`, cfg: deny, want: allow},
+		{cmd: `echo x > /var/log/sub/a.log`, cfg: deny, want: allow},
+	})
+	if _, err := New(Config{DenyWritePaths: []string{"relative/path"}}); err == nil {
+		t.Error("a relative deny_write_paths entry was accepted")
+	}
+}

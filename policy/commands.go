@@ -96,6 +96,10 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if c.done() {
 		return
 	}
+	if c.strict() && inlineCode(name, argv[1:]) && c.p.allowlist[name] == nil {
+		c.refuse(RuleInlineCode, match.String())
+		return
+	}
 	if len(c.p.denyPrograms) > 0 || len(c.p.denyPatterns) > 0 {
 		c.operatorDeny(name, match.String(), argv[1:])
 		if c.done() {

@@ -33,6 +33,7 @@ var (
 	RuleDynamicCommand = Rule{"dynamic-command", "the command name is only known when it runs"}
 	RulePipeShell      = Rule{"pipe-to-interpreter", "pipes text into a shell or interpreter"}
 	RuleUnparseable    = Rule{"unparseable", "the command is not valid shell syntax"}
+	RuleInlineCode     = Rule{"inline-code", "hands inline code to an interpreter (python3 -c, perl -e, awk calling system), which no static check reads"}
 
 	// Operator rules.
 	RuleDenyProgram   = Rule{"deny-program", "the program is denied by the operator"}
@@ -48,7 +49,7 @@ func Rules() []Rule {
 	return []Rule{
 		RuleRmRoot, RuleFindDelete, RuleMkfs, RuleBlockDevice, RuleChmodRoot, RuleForkBomb, RulePower,
 		RuleFirewall, RuleSELinux, RulePrivilege, RuleChroot, RuleMount, RuleFetchPipe, RuleEvalFetched,
-		RuleTooComplex, RuleTooLarge, RuleDynamicCommand, RulePipeShell, RuleUnparseable,
+		RuleTooComplex, RuleTooLarge, RuleDynamicCommand, RulePipeShell, RuleUnparseable, RuleInlineCode,
 		RuleDenyProgram, RuleDenyPattern, RuleNotAllowed, RuleOutsideRoots, RulePathTraversal, RuleDenyWrite,
 	}
 }
