@@ -6,10 +6,12 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/policy"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // agentCommandsFile is 1,000 commands of the kind an AI coding agent sends,
@@ -190,4 +192,55 @@ func BenchmarkCheckPercentiles(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkParseFloor times, for every corpus command, syntax.Parse alone and
+// the full Check of the default policy, alternately in one run, and reports
+// both distributions and their ratio: the parser is the floor the check stands
+// on (targets: check p99 at most 1.5x parse p99, mean under 10 µs).
+func BenchmarkParseFloor(b *testing.B) {
+	cmds := loadAgentCommands(b)
+	p := policy.Default()
+	parser := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	parse := func(c string) { parser.Parse(strings.NewReader(c), "") }
+	for _, c := range cmds { // warm up
+		parse(c)
+		benchSink = p.Check(c)
+	}
+	passes := max(b.N, 5)
+	parseNs := make([]int64, 0, passes*len(cmds))
+	checkNs := make([]int64, 0, passes*len(cmds))
+	b.ResetTimer()
+	for pass := 0; pass < passes; pass++ {
+		for _, c := range cmds {
+			t0 := time.Now()
+			parse(c)
+			t1 := time.Now()
+			benchSink = p.Check(c)
+			t2 := time.Now()
+			parseNs = append(parseNs, t1.Sub(t0).Nanoseconds())
+			checkNs = append(checkNs, t2.Sub(t1).Nanoseconds())
+		}
+	}
+	b.StopTimer()
+	stats := func(s []int64) (p50, p99, mean float64) {
+		slices.Sort(s)
+		at := func(q float64) float64 { return float64(s[max(int(math.Ceil(q*float64(len(s))))-1, 0)]) }
+		var sum int64
+		for _, v := range s {
+			sum += v
+		}
+		return at(0.50), at(0.99), float64(sum) / float64(len(s))
+	}
+	pp50, pp99, pmean := stats(parseNs)
+	cp50, cp99, cmean := stats(checkNs)
+	b.ReportMetric(pp50, "parse-p50-ns")
+	b.ReportMetric(pp99, "parse-p99-ns")
+	b.ReportMetric(cp50, "check-p50-ns")
+	b.ReportMetric(cp99, "check-p99-ns")
+	b.ReportMetric(cmean, "check-mean-ns")
+	b.ReportMetric(cp99/pp99, "p99-ratio")
+	b.Logf("%d commands x %d passes\n%-12s %10s %10s %10s\n%-12s %10.0f %10.0f %10.0f\n%-12s %10.0f %10.0f %10.0f\ncheck/parse  p50 %.2fx  p99 %.2fx (target 1.5x), check mean %.1f µs (target 10)",
+		len(cmds), passes, "ns", "p50", "p99", "mean", "syntax.Parse", pp50, pp99, pmean, "Check", cp50, cp99, cmean,
+		cp50/pp50, cp99/pp99, cmean/1000)
 }

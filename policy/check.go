@@ -33,6 +33,39 @@ func (p *Policy) Check(command string) Decision {
 	return c.decision()
 }
 
+// Step is one simple command the checker judged: its words after quote
+// removal, wrapper stripping and expansion, and the rule that refused it, if
+// one did. A refusal of a redirect or an assignment is a step of its own.
+type Step struct {
+	Command string `json:"command"`
+	Rule    string `json:"rule,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Explain judges command as Check does and also returns the steps: every
+// simple command the checker saw, in order, so that an operator can see why a
+// command was refused (or allowed) without reading the checker's code.
+func (p *Policy) Explain(command string) (Decision, []Step) {
+	if p.mode == ModeOff || len(command) > MaxCommandBytes {
+		return p.Check(command), nil
+	}
+	c := p.newChecker()
+	c.trace = []Step{}
+	c.script(command, 0)
+	return c.decision(), c.trace
+}
+
+// ExplainArgv is Explain for an argv executed directly (CheckArgv).
+func (p *Policy) ExplainArgv(argv []string) (Decision, []Step) {
+	if p.mode == ModeOff || len(argv) == 0 || argvBytes(argv) > MaxCommandBytes {
+		return p.CheckArgv(argv), nil
+	}
+	c := p.newChecker()
+	c.trace = []Step{}
+	c.command(argvWords(argv), cmdContext{}, 0)
+	return c.decision(), c.trace
+}
+
 // CheckArgv judges an argv executed directly, without a shell: its words are
 // literal, so only the program and its arguments are judged (and, for `sh -c`,
 // the script).
@@ -44,12 +77,17 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 		return p.tooLarge(n)
 	}
 	c := p.newChecker()
+	c.command(argvWords(argv), cmdContext{}, 0)
+	return c.decision()
+}
+
+// argvWords are an argv's words: literal, as no shell reads them.
+func argvWords(argv []string) []word {
 	words := make([]word, len(argv))
 	for i, a := range argv {
 		words[i] = word{s: a}
 	}
-	c.command(words, cmdContext{}, 0)
-	return c.decision()
+	return words
 }
 
 func argvBytes(argv []string) int {
@@ -79,6 +117,8 @@ type checker struct {
 	// cwd is the directory the script moved to (cd /), for relative targets;
 	// empty while it is the sandbox's working directory.
 	cwd string
+	// trace, when not nil, records the steps (Explain).
+	trace []Step
 }
 
 func (p *Policy) newChecker() *checker {
@@ -95,8 +135,16 @@ func (c *checker) decision() Decision {
 
 // refuse records the first refusal; later ones are ignored.
 func (c *checker) refuse(r Rule, match string) {
-	if c.refusal == nil {
-		c.refusal = &Decision{Rule: r.ID, Reason: r.Reason, Match: match, Mode: c.p.mode}
+	if c.refusal != nil {
+		return
+	}
+	c.refusal = &Decision{Rule: r.ID, Reason: r.Reason, Match: match, Mode: c.p.mode}
+	if c.trace != nil {
+		if n := len(c.trace); n > 0 && c.trace[n-1].Rule == "" && (c.trace[n-1].Command == match || match == "") {
+			c.trace[n-1].Rule, c.trace[n-1].Reason = r.ID, r.Reason
+		} else {
+			c.trace = append(c.trace, Step{Command: match, Rule: r.ID, Reason: r.Reason})
+		}
 	}
 }
 

@@ -208,3 +208,21 @@ func TestDenyWritePaths(t *testing.T) {
 		t.Error("a relative deny_write_paths entry was accepted")
 	}
 }
+
+func TestExplain(t *testing.T) {
+	d, steps := Default().Explain(`echo start; sudo -u x env FOO=1 nice rm -rf / && echo never`)
+	if d.Allowed || d.Rule != "privilege-escalation" {
+		t.Fatalf("decision %+v", d)
+	}
+	if len(steps) != 2 || steps[0].Command != "echo start" || steps[0].Rule != "" || steps[1].Rule != "privilege-escalation" {
+		t.Fatalf("steps %+v", steps)
+	}
+	d, steps = Default().Explain(`x=rm; c='-rf /'; $x $c`)
+	if d.Rule != "rm-root" || len(steps) == 0 || steps[len(steps)-1].Command != "rm -rf /" {
+		t.Fatalf("expanded: %+v %+v", d, steps)
+	}
+	d, steps = Default().Explain(`echo x > /dev/sda`)
+	if d.Rule != "block-device-write" || steps[len(steps)-1].Rule != "block-device-write" {
+		t.Fatalf("redirect: %+v %+v", d, steps)
+	}
+}

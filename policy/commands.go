@@ -33,6 +33,9 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 	name := commandName(argv[0].s)
 	match := &commandText{name: name, argv: argv}
+	if c.trace != nil {
+		c.trace = append(c.trace, Step{Command: match.String()})
+	}
 
 	if argv[0].dynamic || argv[0].glob {
 		if len(argv) > 2 && argv[1].s == "-c" && !argv[2].dynamic {

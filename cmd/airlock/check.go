@@ -31,6 +31,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mode := fs.String("mode", "", "off, standard or strict (default: the file's, else standard)")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
 	rules := fs.Bool("rules", false, "list the rule ids and their reasons, and exit")
+	explain := fs.Bool("explain", false, "print each simple command the checker saw (after unwrapping and expansion) and the rule that judged it")
 	server := serverFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: airlock check [flags] -- 'CMD' | CMD ARGS...\n\nExit status: 0 allowed, 1 blocked, 2 bad input.\n\nFlags:")
@@ -51,6 +52,9 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(rest) == 0 {
 		fmt.Fprintln(stderr, "airlock check: no command: airlock check [flags] -- 'CMD'")
 		return checkBadInput
+	}
+	if *explain {
+		return explainCheck(stdout, stderr, *server, *file, *mode, rest)
 	}
 	d, err := decide(ctx, *server, *file, *mode, rest)
 	if err != nil {
@@ -120,4 +124,36 @@ func loadPolicy(file, mode string) (*policy.Policy, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	return p, nil
+}
+
+// explainCheck is check --explain: the steps of the local policy's judgement.
+func explainCheck(stdout, stderr io.Writer, serverURL, file, mode string, args []string) int {
+	if serverURL != "" {
+		fmt.Fprintln(stderr, "airlock check: --explain judges with a local policy (--policy, --mode); a server's check answers only its decision")
+		return checkBadInput
+	}
+	p, err := loadPolicy(file, mode)
+	if err != nil {
+		fmt.Fprintln(stderr, "airlock check:", err)
+		return checkBadInput
+	}
+	d, steps := p.ExplainArgv(args)
+	if len(args) == 1 {
+		d, steps = p.Explain(args[0])
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, st := range steps {
+		verdict := "allowed"
+		if st.Rule != "" {
+			verdict = fmt.Sprintf("refused [%s]: %s", st.Rule, st.Reason)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", st.Command, verdict)
+	}
+	tw.Flush()
+	if d.Allowed {
+		fmt.Fprintf(stdout, "allowed (%s mode): %d simple command(s) judged\n", d.Mode, len(steps))
+		return checkAllowed
+	}
+	fmt.Fprintf(stdout, "blocked [%s]: %s\n", d.Rule, d.Reason)
+	return checkBlocked
 }

@@ -61,3 +61,16 @@ func TestParseSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckExplain(t *testing.T) {
+	var out, errb strings.Builder
+	code := checkCmd(t.Context(), []string{"--explain", "cd / && echo go; rm -rf *"}, &out, &errb)
+	if code != checkBlocked || !strings.Contains(out.String(), "echo go") || !strings.Contains(out.String(), "rm -rf *") ||
+		!strings.Contains(out.String(), "refused [rm-root]") {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := checkCmd(t.Context(), []string{"--explain", "--server", "http://127.0.0.1:1", "ls"}, &out, &errb); code != checkBadInput {
+		t.Fatalf("--explain with --server: exit %d", code)
+	}
+}
