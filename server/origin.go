@@ -39,12 +39,13 @@ func (a *httpAPI) sameOrigin(next http.Handler) http.Handler {
 func localNames(listen string, allowed []string) []string {
 	names := []string{"localhost", "127.0.0.1", "::1"}
 	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" {
-		names = append(names, host)
+		names = append(names, strings.ToLower(host))
 	}
 	for _, h := range allowed {
 		names = append(names, strings.ToLower(h))
 	}
-	return names
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // checkOrigin refuses a request whose Host is not one of hosts, or whose Origin
