@@ -187,7 +187,9 @@ func (c *checker) script(src string, depth int) {
 		return
 	}
 	before := c.stateSize()
-	c.collect(src, f)
+	if mayBind(src) {
+		c.collect(src, f)
+	}
 	if c.stateSize() != before {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
@@ -268,6 +270,24 @@ func (c *checker) stateSize() int {
 	}
 	return n
 }
+
+// mayBind reports whether a script may bind anything collect records (a
+// variable, a function, an alias, the positional parameters): most one-line
+// commands bind nothing, and need not be walked twice.
+func mayBind(src string) bool {
+	if strings.ContainsAny(src, "=(") {
+		return true
+	}
+	for _, w := range bindingWords {
+		if strings.Contains(src, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// bindingWords are the commands and keywords that bind without = or (.
+var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
 
 // collect records the script's literal assignments and its self-spawning functions
 // before anything is judged, so that a use before the assignment is followed too.
