@@ -80,19 +80,37 @@ type killOrder struct {
 
 func (j *job) ended() bool { return j.State != StateRunning }
 
-func (j *job) process() Process {
-	p := Process{
-		ID: j.ID, State: j.State, Command: j.Command, Argv: j.Argv, Image: j.Image, Runtime: j.Runtime,
-		Labels: j.Labels, Tenant: j.Tenant, StartedAt: j.StartedAt, Signal: j.Signal, TimedOut: j.TimedOut, OOMKilled: j.OOMKilled,
-		Blocked: j.State == StateBlocked, BlockRule: j.BlockRule, BlockReason: j.BlockReason, Error: j.Error,
+// outcome is the job's record as callers see it, without its output: the one
+// conversion from a record (Result and Process are both made from it).
+func (j *job) outcome() Result {
+	r := Result{
+		ID: j.ID, State: j.State, ExitCode: j.ExitCode, Signal: j.Signal, TimedOut: j.TimedOut,
+		OOMKilled: j.OOMKilled, Blocked: j.State == StateBlocked, BlockReason: j.BlockReason, BlockRule: j.BlockRule,
+		Error: j.Error, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ResourceUsage: j.Usage,
+		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels, Tenant: j.Tenant,
 		StdoutBytes: j.Log.Total[stdoutIdx], StderrBytes: j.Log.Total[stderrIdx],
 	}
+	r.Success = r.State == StateCompleted && r.ExitCode == 0
 	if j.ended() {
-		finished, code := j.FinishedAt, j.ExitCode
-		p.FinishedAt, p.ExitCode = &finished, &code
-		p.DurationMS = j.FinishedAt.Sub(j.StartedAt).Milliseconds()
+		r.DurationMS = j.FinishedAt.Sub(j.StartedAt).Milliseconds()
 	} else {
-		p.DurationMS = time.Since(j.StartedAt).Milliseconds()
+		r.DurationMS = time.Since(j.StartedAt).Milliseconds()
+	}
+	return r
+}
+
+// process is the job as Start, List and Kill report it.
+func (j *job) process() Process {
+	r := j.outcome()
+	p := Process{
+		ID: r.ID, State: r.State, Command: j.Command, Argv: j.Argv, Image: r.Image, Runtime: r.Runtime,
+		Labels: r.Labels, Tenant: r.Tenant, StartedAt: r.StartedAt, DurationMS: r.DurationMS, Signal: r.Signal,
+		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked, BlockRule: r.BlockRule,
+		BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+	}
+	if j.ended() {
+		finished, code := r.FinishedAt, r.ExitCode
+		p.FinishedAt, p.ExitCode = &finished, &code
 	}
 	return p
 }

@@ -135,18 +135,7 @@ func (e *Executor) logSizes(j *job) Logs {
 
 // result is the job as a Result: the record, with output read from its files.
 func (e *Executor) result(j *job) (Result, error) {
-	r := Result{
-		ID: j.ID, State: j.State, ExitCode: j.ExitCode, Signal: j.Signal, TimedOut: j.TimedOut,
-		OOMKilled: j.OOMKilled, Blocked: j.State == StateBlocked, BlockReason: j.BlockReason, BlockRule: j.BlockRule,
-		Error: j.Error, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ResourceUsage: j.Usage,
-		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels, Tenant: j.Tenant,
-	}
-	r.Success = r.State == StateCompleted && r.ExitCode == 0
-	if j.ended() {
-		r.DurationMS = j.FinishedAt.Sub(j.StartedAt).Milliseconds()
-	} else {
-		r.DurationMS = time.Since(j.StartedAt).Milliseconds()
-	}
+	r := j.outcome()
 	for s := range streamNames {
 		path := e.logPath(j.ID, s)
 		size := fileSize(path)

@@ -627,6 +627,35 @@ ls /proc | grep -c '^[0-9]'; grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null
 			},
 		},
 		{
+			name: "PID 1 stopped",
+			spec: executor.Spec{Command: `kill -STOP 1; echo done`, Timeout: 3},
+			check: func(t *testing.T, rt string, res executor.Result) {
+				if rt == "runc" {
+					// The kernel ignores SIGSTOP to a namespace's init from inside it.
+					assertState(t, res, executor.StateCompleted, 0)
+				} else {
+					// gVisor delivers it: the stopped init never reaps the shell, and
+					// the run ends at its timeout, its output kept (SECURITY.md).
+					assertState(t, res, executor.StateTimedOut, 124)
+				}
+				if res.Stdout != "done\n" {
+					t.Errorf("stdout %q", res.Stdout)
+				}
+			},
+		},
+		{
+			name: "PID 1 killed",
+			spec: executor.Spec{Command: `kill -KILL 1; echo done`, Timeout: 30},
+			check: func(t *testing.T, rt string, res executor.Result) {
+				if rt == "runc" {
+					assertState(t, res, executor.StateCompleted, 0)
+					return
+				}
+				// Under gVisor the sandbox ends at once, by the signal it sent itself.
+				assertState(t, res, executor.StateCompleted, 137)
+			},
+		},
+		{
 			name: "own container id",
 			spec: executor.Spec{Command: `cat /proc/self/cgroup /proc/1/cgroup; grep -h cgroup /proc/self/mountinfo; true`},
 			check: func(t *testing.T, rt string, res executor.Result) {
