@@ -4,14 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,14 +18,11 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
-	mobycontainer "github.com/moby/moby/api/types/container"
-	mobyclient "github.com/moby/moby/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/airlock-sandbox/airlock/executor"
-	"github.com/airlock-sandbox/airlock/images"
+	"github.com/airlock-sandbox/airlock/tcairlock"
 )
 
 // The server suite runs `airlock serve` the way docker-compose.yml ships it: the
@@ -48,7 +41,7 @@ const (
 
 // airlockServer is a running server container and what the suite learnt from it.
 type airlockServer struct {
-	c   testcontainers.Container
+	c   *tcairlock.Container
 	url string // http://host:port of the published API port
 
 	mu      sync.Mutex
@@ -76,25 +69,19 @@ func TestServer(t *testing.T) {
 	t.Run("restart keeps background jobs", func(t *testing.T) { testServerRestart(t, s, lifecycleJobs) })
 }
 
-// startServer builds the server image from the repository's Dockerfile in a
-// context of its own (the binary built here, the host's busybox), starts it with
-// two tenants, and waits until /readyz answers through the published port. All it
+// startServer starts the server as airlock's testcontainers module does (the
+// image built from the repository's Dockerfile, the engine's socket mounted),
+// with two tenants, the data dir on a volume of the suite's, and jobs left
+// running at a stop (the restart test needs them to outlive the server). All it
 // creates goes when the test ends: the jobs still running, the container, the
-// image, the volume; and it checks that no sandbox of the server is left.
+// volume; and it checks that no sandbox of the server is left.
 func startServer(t *testing.T) *airlockServer {
 	t.Helper()
-	dir := t.TempDir()
-	copyFile(t, filepath.Join("..", "Dockerfile"), filepath.Join(dir, "Dockerfile"), 0o644)
-	copyFile(t, filepath.Join("..", ".dockerignore"), filepath.Join(dir, ".dockerignore"), 0o644)
-	copyFile(t, airlockCLI(t), filepath.Join(dir, "bin", "airlock"), 0o755)
-	copyFile(t, staticBusybox(t), filepath.Join(dir, "bin", "busybox"), 0o755)
-
-	suffix := randomHex(4)
 	s := &airlockServer{ids: map[string]bool{}}
 
 	// Cleanups run last registered first: jobs are killed while the server still
-	// runs, then the container and image go, then the leak check, then the volume.
-	vol := "airlock-server-test-" + suffix
+	// runs, then the container goes, then the leak check, then the volume.
+	vol := "airlock-server-test-" + randomHex(4)
 	if _, err := docker.VolumeCreate(t.Context(), volume.CreateOptions{Name: vol, Labels: map[string]string{labelTest: "server", "io.airlock.component": "server"}}); err != nil {
 		t.Fatalf("create volume: %v", err)
 	}
@@ -105,35 +92,20 @@ func startServer(t *testing.T) *airlockServer {
 	})
 	t.Cleanup(func() { s.assertNoSandboxLeft(t) })
 
-	c, err := testcontainers.GenericContainer(t.Context(), testcontainers.GenericContainerRequest{
-		ContainerRequest: testcontainers.ContainerRequest{
-			FromDockerfile: testcontainers.FromDockerfile{
-				Context: dir,
-				Repo:    "airlock/server",
-				Tag:     "test-" + suffix,
-				// Removed by Terminate with the container: each run builds its own.
-				KeepImage: false,
-				BuildOptionsModifier: func(o *mobyclient.ImageBuildOptions) {
-					o.NoCache = true // the classic builder's cache is not trusted for FROM scratch
-					o.Remove, o.ForceRemove = true, true
-					o.Labels = map[string]string{labelTest: "server"}
-				},
-			},
-			Env:          map[string]string{"AIRLOCK_TOKENS": tokenAlpha + ":alpha," + tokenBeta + ":beta"},
-			ExposedPorts: []string{serverPort},
-			Labels:       map[string]string{labelTest: "server"},
-			HostConfigModifier: func(hc *mobycontainer.HostConfig) {
-				hc.Binds = append(hc.Binds, "/var/run/docker.sock:/var/run/docker.sock", vol+":/data")
-			},
-			WaitingFor: readyz{s: s, timeout: 2 * time.Minute},
-		},
-		Started: true,
-	})
+	c, err := tcairlock.Run(t.Context(),
+		tcairlock.WithTokens(tokenAlpha+":alpha", tokenBeta+":beta"),
+		tcairlock.WithDataVolume(vol),
+		testcontainers.WithEnv(map[string]string{"AIRLOCK_KILL_JOBS_ON_SHUTDOWN": "false"}),
+		testcontainers.WithLabels(map[string]string{labelTest: "server"}),
+	)
 	testcontainers.CleanupContainer(t, c)
 	if err != nil {
 		t.Fatalf("start the server: %v", err)
 	}
 	s.c = c
+	if s.url, err = c.URL(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	inspect, err := c.Inspect(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -155,59 +127,6 @@ func startServer(t *testing.T) *airlockServer {
 	})
 	t.Cleanup(func() { s.killJobs(t) })
 	return s
-}
-
-// readyz is the wait strategy of the server: /readyz answers 200 through the
-// published port (which a restart may change). It tries the host testcontainers
-// names first, then loopback: testcontainers takes any process with /.dockerenv
-// for one in a sibling container and names the default gateway, which is wrong
-// where the engine shares the test's network namespace. The URL that answered is
-// the one the suite uses.
-type readyz struct {
-	s       *airlockServer
-	timeout time.Duration
-}
-
-func (r readyz) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	var last error
-	for {
-		state, err := target.State(ctx)
-		if err == nil && !state.Running {
-			return fmt.Errorf("the server exited with code %d before it was ready", state.ExitCode)
-		}
-		port, err := target.MappedPort(ctx, serverPort)
-		if err != nil {
-			last = err
-		} else {
-			hosts := []string{"127.0.0.1"}
-			if h, err := target.Host(ctx); err == nil && h != "localhost" && h != "127.0.0.1" {
-				hosts = []string{h, "127.0.0.1"}
-			}
-			for _, h := range hosts {
-				url := "http://" + net.JoinHostPort(h, port.Port())
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-				resp, err := client.Do(req)
-				if err != nil {
-					last = err
-					continue
-				}
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					r.s.url = url
-					return nil
-				}
-				last = fmt.Errorf("GET %s/readyz: %s", url, resp.Status)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("/readyz: %w (last: %v)", ctx.Err(), last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // killJobs ends every job still running, of both tenants, so that none outlives
@@ -986,8 +905,11 @@ func testServerRestart(t *testing.T, s *airlockServer, before []string) {
 	if left := managedContainers(ctx, p.ID); len(left) != 1 {
 		t.Errorf("while the server is down, the job's containers are %v, want its one sandbox", left)
 	}
-	if err := s.c.Start(ctx); err != nil { // waits for /readyz, and takes the new port
+	if err := s.c.Start(ctx); err != nil { // waits for /readyz
 		t.Fatalf("start the server again: %v", err)
+	}
+	if s.url, err = s.c.URL(ctx); err != nil { // the published port may have changed
+		t.Fatal(err)
 	}
 	t.Logf("server stopped in %s, back after %s", stopped, since(t0))
 
@@ -1059,40 +981,4 @@ func (s *airlockServer) learnStore(t *testing.T, id string) {
 	s.mu.Lock()
 	s.storeID = list[0].Labels[executor.LabelStore]
 	s.mu.Unlock()
-}
-
-// staticBusybox finds the host's static busybox, as the images package does.
-func staticBusybox(t *testing.T) string {
-	t.Helper()
-	paths := images.BusyboxPaths
-	if p := os.Getenv("AIRLOCK_BUSYBOX"); p != "" {
-		paths = append([]string{p}, paths...)
-	}
-	for _, p := range paths {
-		f, err := elf.Open(p)
-		if err != nil {
-			continue
-		}
-		static := !slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP })
-		f.Close()
-		if static {
-			return p
-		}
-	}
-	t.Fatalf("no static busybox in %v (apt-get install busybox-static): the server image needs one", paths)
-	return ""
-}
-
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
-	t.Helper()
-	data, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, data, mode); err != nil {
-		t.Fatal(err)
-	}
 }
