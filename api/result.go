@@ -65,6 +65,7 @@ type Result struct {
 	Image       string            `json:"image,omitempty"`
 	Runtime     string            `json:"runtime,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	Workspace   string            `json:"workspace,omitempty"`
 	// Tenant is the owner a server recorded for the run (see Spec.Tenant).
 	Tenant string `json:"tenant,omitempty"`
 }

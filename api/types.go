@@ -44,6 +44,9 @@ type Spec struct {
 	TailLines int `json:"tail_lines,omitempty" jsonschema:"lines in stdout_tail and stderr_tail (default 100)"`
 	// Labels are the caller's metadata, echoed back in the Result.
 	Labels map[string]string `json:"labels,omitempty" jsonschema:"your metadata (agent, session): echoed back, filterable in list"`
+	// Workspace, when set, is the id of a workspace mounted read-write at
+	// /workspace (in place of its tmpfs): the files stay after the run.
+	Workspace string `json:"workspace,omitempty" jsonschema:"id of a workspace (ws_...) to mount read-write at /workspace; its files outlive the run"`
 }
 
 // Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
@@ -89,6 +92,7 @@ type Process struct {
 	Image      string            `json:"image"`
 	Runtime    string            `json:"runtime"`
 	Labels     map[string]string `json:"labels,omitempty"`
+	Workspace  string            `json:"workspace,omitempty"`
 	Tenant     string            `json:"tenant,omitempty"`
 	StartedAt  time.Time         `json:"started_at"`
 	FinishedAt *time.Time        `json:"finished_at,omitempty"`

@@ -45,6 +45,7 @@ type job struct {
 	Image       string            `json:"image"`
 	Runtime     string            `json:"runtime"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	Workspace   string            `json:"workspace,omitempty"`
 	Tenant      string            `json:"tenant,omitempty"`
 	MaxOutput   int64             `json:"max_output"`
 	TailLines   int               `json:"tail_lines"`
@@ -87,7 +88,7 @@ func (j *job) outcome() Result {
 		ID: j.ID, State: j.State, ExitCode: j.ExitCode, Signal: j.Signal, TimedOut: j.TimedOut,
 		OOMKilled: j.OOMKilled, Blocked: j.State == StateBlocked, BlockReason: j.BlockReason, BlockRule: j.BlockRule,
 		Error: j.Error, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ResourceUsage: j.Usage,
-		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels, Tenant: j.Tenant,
+		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels, Workspace: j.Workspace, Tenant: j.Tenant,
 		StdoutBytes: j.Log.Total[stdoutIdx], StderrBytes: j.Log.Total[stderrIdx],
 	}
 	r.Success = r.State == StateCompleted && r.ExitCode == 0
@@ -104,7 +105,7 @@ func (j *job) process() Process {
 	r := j.outcome()
 	p := Process{
 		ID: r.ID, State: r.State, Command: j.Command, Argv: j.Argv, Image: r.Image, Runtime: r.Runtime,
-		Labels: r.Labels, Tenant: r.Tenant, StartedAt: r.StartedAt, DurationMS: r.DurationMS, Signal: r.Signal,
+		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, StartedAt: r.StartedAt, DurationMS: r.DurationMS, Signal: r.Signal,
 		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked, BlockRule: r.BlockRule,
 		BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 	}
@@ -146,7 +147,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	now := time.Now().UTC()
 	j := &job{
 		ID: a.id, State: StateRunning, Command: s.Command, Argv: s.Argv,
-		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: a.caller.Tenant,
+		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Workspace: s.Workspace, Tenant: a.caller.Tenant,
 		MaxOutput: s.MaxOutput, TailLines: s.TailLines, LogCap: e.cfg.LogCap, CreatedAt: now, StartedAt: now,
 	}
 	// The lock comes before the record: a record of a running job whose lock is
@@ -184,6 +185,11 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	// The engine keeps the job's output; its container carries the store's label
 	// and no deadline: it outlives this process, and reconcile knows it as a job.
 	plan := e.plan(j.ID, s)
+	if s.Workspace != "" {
+		if err := e.mountWorkspace(ctx, &plan, s.Workspace, a.caller); err != nil {
+			return fail(err)
+		}
+	}
 	plan.LogCap = j.LogCap
 	plan.Labels[LabelStore] = e.store.ID()
 	delete(plan.Labels, LabelDeadline)

@@ -59,6 +59,11 @@ type Config struct {
 	// Pull says whether an image the engine lacks is pulled (PullMissing) or the
 	// run fails naming it (PullNever). airlock's own images are built, never pulled.
 	Pull PullPolicy
+	// WorkspaceSize is the size of a workspace whose request names none;
+	// MaxWorkspaceSize bounds any. A workspace's files are held in the engine
+	// host's memory (docs/DESIGN.md, "Workspaces").
+	WorkspaceSize    int64
+	MaxWorkspaceSize int64
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
@@ -104,6 +109,8 @@ func DefaultConfig() Config {
 		MaxArgBytes:          1 << 20,
 		MaxStdin:             16 << 20,
 		Pull:                 PullMissing, // the library's and the CLI's; a server's default is never
+		WorkspaceSize:        256 << 20,
+		MaxWorkspaceSize:     2 << 30,
 		Policy:               policy.Default(),
 		Logger:               slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
@@ -135,6 +142,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("config: DefaultUser %q is not uid[:gid] or a name", c.DefaultUser)
 	case !slices.Contains(c.Networks, "none"):
 		return fmt.Errorf("config: Networks must include \"none\", the default network")
+	case c.WorkspaceSize < minWorkspaceSize || c.WorkspaceSize > c.MaxWorkspaceSize:
+		return fmt.Errorf("config: default workspace size %s outside %s..%s", formatBytes(c.WorkspaceSize), formatBytes(minWorkspaceSize), formatBytes(c.MaxWorkspaceSize))
 	case c.MaxArgBytes <= 0 || c.MaxStdin < 0:
 		return fmt.Errorf("config: MaxArgBytes must be positive and MaxStdin not negative")
 	case !slices.Contains(c.Runtimes, c.DefaultRuntime):

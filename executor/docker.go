@@ -3,6 +3,7 @@ package executor
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -10,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"path"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -22,12 +25,15 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
 
 	"github.com/airlock-sandbox/airlock/images"
+	"github.com/airlock-sandbox/airlock/internal/engine"
 )
 
 // dockerEngine is the engine over the Docker Engine API.
@@ -161,6 +167,7 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 		SecurityOpt:  []string{"no-new-privileges", "seccomp=" + seccompProfile()},
 		MaskedPaths:  maskedPaths,
 		LogConfig:    logConfig(p.LogCap),
+		Mounts:       workspaceMounts(p),
 		Resources: container.Resources{
 			Memory:     p.Memory,
 			MemorySwap: p.Memory, // swap = memory: no swap at all
@@ -183,11 +190,23 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 // over each path the image declares as a VOLUME, so that the engine creates no
 // anonymous volume (unbounded, on the host's disk) for any of them.
 func tmpfsMounts(p containerPlan, opts string) map[string]string {
-	m := map[string]string{"/tmp": opts, "/workspace": opts}
+	m := map[string]string{"/tmp": opts}
+	if p.Workspace == "" {
+		m["/workspace"] = opts
+	}
 	for _, v := range p.Volumes {
 		m[path.Clean(v)] = opts
 	}
 	return m
+}
+
+// workspaceMounts mounts the plan's workspace volume, if it has one, at /workspace.
+// Its bounds are the volume's own mount options (see workspaceVolumeOpts).
+func workspaceMounts(p containerPlan) []mount.Mount {
+	if p.Workspace == "" {
+		return nil
+	}
+	return []mount.Mount{{Type: mount.TypeVolume, Source: p.Workspace, Target: "/workspace"}}
 }
 
 // tmpfsInodes bounds the files a sandbox tmpfs holds: one per page of its size
@@ -423,3 +442,76 @@ func parseEngineTime(s string) time.Time {
 }
 
 func unixTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+
+func (d *dockerEngine) Exec(ctx context.Context, id, user string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	ex, err := d.c.ContainerExecCreate(ctx, id, container.ExecOptions{
+		User: user, Cmd: cmd, AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return -1, err
+	}
+	hj, err := d.c.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return -1, err
+	}
+	defer hj.Close()
+	stop := context.AfterFunc(ctx, hj.Close)
+	defer stop()
+	fed := make(chan error, 1)
+	go func() {
+		var err error
+		if stdin != nil {
+			_, err = io.Copy(hj.Conn, stdin)
+		}
+		hj.CloseWrite()
+		fed <- err
+	}()
+	if _, err := stdcopy.StdCopy(stdout, stderr, hj.Reader); err != nil {
+		return -1, cmp.Or(ctx.Err(), err)
+	}
+	// The process closed its output; a stdin it stopped reading is not waited for.
+	hj.Close()
+	if err := <-fed; err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+		return -1, fmt.Errorf("exec stdin: %w", err)
+	}
+	// The engine records the exit code a moment after the output ends.
+	for {
+		in, err := d.c.ContainerExecInspect(ctx, ex.ID)
+		if err != nil {
+			return -1, err
+		}
+		if !in.Running {
+			return in.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (d *dockerEngine) CreateVolume(ctx context.Context, name string, opts, labels map[string]string) error {
+	_, err := d.c.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", DriverOpts: opts, Labels: labels})
+	return err
+}
+
+func (d *dockerEngine) RemoveVolume(ctx context.Context, name string) error {
+	err := d.c.VolumeRemove(ctx, name, true)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (d *dockerEngine) ListVolumes(ctx context.Context, label string) ([]engine.Volume, error) {
+	resp, err := d.c.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", label))})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Volume, 0, len(resp.Volumes))
+	for _, v := range resp.Volumes {
+		out = append(out, engine.Volume{Name: v.Name, Labels: v.Labels})
+	}
+	return out, nil
+}

@@ -24,6 +24,10 @@ type Caller struct {
 	MaxTimeout time.Duration
 	// Images, when set, are the only images the caller may run.
 	Images []string
+	// MaxWorkspaces and MaxWorkspaceBytes, when set, bound how many workspaces
+	// the tenant holds and the sum of their sizes.
+	MaxWorkspaces     int
+	MaxWorkspaceBytes int64
 }
 
 // Admitted is a request that has passed the gate: every default filled in, every

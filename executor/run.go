@@ -61,7 +61,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	for _, opt := range opts {
 		opt(&o)
 	}
-	res := Result{ID: a.id, Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Tenant: a.caller.Tenant, StartedAt: time.Now().UTC()}
+	res := Result{ID: a.id, Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Workspace: s.Workspace, Tenant: a.caller.Tenant, StartedAt: time.Now().UTC()}
 	if !a.decision.Allowed {
 		return blockedResult(res, a.decision), nil
 	}
@@ -69,7 +69,13 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		return failedResult(res, err)
 	}
 
-	sb, err := e.launch(ctx, e.plan(res.ID, s), true)
+	plan := e.plan(res.ID, s)
+	if s.Workspace != "" {
+		if err := e.mountWorkspace(ctx, &plan, s.Workspace, a.caller); err != nil {
+			return failedResult(res, err)
+		}
+	}
+	sb, err := e.launch(ctx, plan, true)
 	if sb != nil {
 		// Whatever happens from here, the container goes; its removal must not
 		// depend on a context the caller may already have cancelled.

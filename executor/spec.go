@@ -93,6 +93,10 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 		return bad("workdir", "%q is under /proc, /sys or /dev, which a sandbox may not work in", s.Workdir)
 	}
 
+	if s.Workspace != "" && !workspaceIDPattern.MatchString(s.Workspace) {
+		return bad("workspace", "%q is not a workspace id (ws_ and 24 hex digits)", s.Workspace)
+	}
+
 	if s.User == "" {
 		s.User = c.DefaultUser
 	}

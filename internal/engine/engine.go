@@ -52,6 +52,24 @@ type Engine interface {
 	Logs(ctx context.Context, id string, since time.Time, follow bool, frame func(LogFrame) error) error
 	// List lists the containers, running or not, that carry the label (k=v).
 	List(ctx context.Context, label string) ([]ContainerSummary, error)
+
+	// Exec runs cmd as user in the running container id, feeding it stdin (nil:
+	// closed at once) and copying its output, and returns its exit code.
+	Exec(ctx context.Context, id, user string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (exitCode int, err error)
+
+	// CreateVolume creates a named volume of the local driver with its mount
+	// options (opts: type, device, o) and labels.
+	CreateVolume(ctx context.Context, name string, opts, labels map[string]string) error
+	// RemoveVolume deletes a volume; one already gone is not an error.
+	RemoveVolume(ctx context.Context, name string) error
+	// ListVolumes lists the volumes that carry the label (k=v).
+	ListVolumes(ctx context.Context, label string) ([]Volume, error)
+}
+
+// Volume is one named volume as the engine lists it.
+type Volume struct {
+	Name   string
+	Labels map[string]string
 }
 
 // LogFrame is one message of a container's log: a line, or a piece of one.
@@ -103,7 +121,10 @@ type Plan struct {
 	Pids      int64
 	TmpfsSize int64
 	// Volumes are the image's VOLUME paths: each gets a tmpfs like /tmp's.
-	Volumes   []string
+	Volumes []string
+	// Workspace, when set, is the volume mounted read-write at /workspace in
+	// place of its tmpfs.
+	Workspace string
 	Network   string
 	Runtime   string
 	OpenStdin bool

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ type Engine struct {
 	Sample *engine.UsageSample
 
 	mu        sync.Mutex
+	volumes   map[string]engine.Volume
 	calls     []Call
 	plans     []engine.Plan
 	stdinBuf  bytes.Buffer
@@ -364,4 +366,49 @@ func (f *Engine) Logs(ctx context.Context, id string, since time.Time, follow bo
 
 func (f *Engine) List(ctx context.Context, label string) ([]engine.ContainerSummary, error) {
 	return nil, nil
+}
+
+// Exec is not played: workspaces' files are tested against the real engine.
+func (f *Engine) Exec(ctx context.Context, id, user string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	f.record("exec", id)
+	return -1, fmt.Errorf("the fake engine plays no exec")
+}
+
+func (f *Engine) CreateVolume(ctx context.Context, name string, opts, labels map[string]string) error {
+	f.record("createVolume", name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.volumes == nil {
+		f.volumes = map[string]engine.Volume{}
+	}
+	f.volumes[name] = engine.Volume{Name: name, Labels: labels}
+	return nil
+}
+
+func (f *Engine) RemoveVolume(ctx context.Context, name string) error {
+	f.record("removeVolume", name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.volumes, name)
+	return nil
+}
+
+func (f *Engine) ListVolumes(ctx context.Context, label string) ([]engine.Volume, error) {
+	f.record("listVolumes", label)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []engine.Volume
+	for _, v := range f.volumes {
+		if hasLabel(v.Labels, label) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// hasLabel reports whether labels carry label, given as "k=v" or "k".
+func hasLabel(labels map[string]string, label string) bool {
+	k, v, withValue := strings.Cut(label, "=")
+	have, ok := labels[k]
+	return ok && (!withValue || have == v)
 }
