@@ -58,6 +58,8 @@ test: images ## vet, then unit and integration tests against the real engine; fa
 	$(GO) test -race -count=1 -p 1 -timeout 40m ./...
 	@left=$$(docker ps -aq --filter label=io.airlock.managed=true); \
 	if [ -n "$$left" ]; then echo "leaked containers: $$left"; exit 1; fi; \
+	vols=$$(docker volume ls -q --filter label=io.airlock.managed=true); \
+	if [ -n "$$vols" ]; then echo "leaked volumes: $$vols"; exit 1; fi; \
 	echo "no airlock container left on the engine"
 
 bench: images ## policy check speed; run latency and throughput against docker run --rm and the bare API

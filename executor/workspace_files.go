@@ -33,48 +33,54 @@ const (
 	exitWrongType = 42 // not a directory, or not a regular file, as the operation needs
 )
 
-// walkScript walks the path in $1 from /workspace, one component at a time:
-// none may be a symbolic link, and (unless $2 is "create") each must exist;
-// with "create", a missing component ends the walk (mkdir makes the rest).
+// walkScript enters the directory $1 from /workspace, one component at a time:
+// none may be a symbolic link, and each must exist unless $2 is "create" (then
+// it is made). After each step the physical working directory must still be
+// inside /workspace, so that a run swapping a directory for a link while an
+// operation walks (the race of CVE-2018-15664) cannot lead it out: the
+// operation then acts in the directory it holds, never on a path. $3, when
+// set, is a name in that directory, which the operation checks itself.
 const walkScript = `set -f
 cd /workspace || exit 1
-c=.
+c=
 IFS=/
 for part in $1; do
-  c="$c/$part"
-  if [ -L "$c" ]; then printf '%s' "$c" >&2; exit 40; fi
-  if [ ! -e "$c" ]; then
-    [ "$2" = create ] && break
-    printf '%s' "$c" >&2; exit 41
+  [ "$part" = . ] && continue
+  c="$c$part/"
+  if [ -L "$part" ]; then printf '%s' "$c" >&2; exit 40; fi
+  if [ ! -e "$part" ]; then
+    if [ "$2" = create ]; then mkdir -- "$part" || exit 1; else printf '%s' "$c" >&2; exit 41; fi
   fi
-  if [ "$2" = create ] && [ ! -d "$c" ]; then printf '%s' "$c" >&2; exit 42; fi
+  if [ ! -d "$part" ]; then printf '%s' "$c" >&2; exit 42; fi
+  cd -P -- "$part" 2>/dev/null || { printf '%s' "$c" >&2; exit 41; }
+  case $(pwd -P) in /workspace|/workspace/*) ;; *) printf '%s' "$c" >&2; exit 40;; esac
 done
 unset IFS
 set +f
-p=$1
+n=$c$3
 `
 
-// The operations, each run after walkScript.
+// The operations, each run after walkScript, in the directory it entered.
 const (
-	extractScript = `mkdir -p -- "$p" && cd -- "$p" && exec tar -x -o -f -`
-	fileScript    = `[ -f "$p" ] || { printf '%s' "$p" >&2; exit 42; }
-exec tar -c -f - -- "$p"`
-	dirScript = `[ -d "$p" ] || { printf '%s' "$p" >&2; exit 42; }
-cd -- "$p" && exec tar -c -f - .`
-	listScript = `[ -d "$p" ] || { printf '%s' "$p" >&2; exit 42; }
-cd -- "$p" || exit 1
-n=0
+	extractScript = `exec tar -x -o -f -`
+	fileScript    = `if [ -L "$3" ]; then printf '%s' "$n" >&2; exit 40; fi
+[ -e "$3" ] || { printf '%s' "$n" >&2; exit 41; }
+[ -f "$3" ] || { printf '%s' "$n" >&2; exit 42; }
+exec tar -c -f - -- "$3"`
+	dirScript  = `exec tar -c -f - .`
+	listScript = `i=0
 for f in .* *; do
   case $f in .|..) continue;; esac
   [ -e "$f" ] || [ -L "$f" ] || continue
-  n=$((n+1))
-  if [ $n -gt $3 ]; then exit 0; fi
+  i=$((i+1))
+  if [ $i -gt $4 ]; then exit 0; fi
   stat -c '%s %f %Y' -- "$f" || continue
   printf '%s\0' "$f"
   if [ -L "$f" ]; then printf '%s\0' "$(readlink -- "$f")"; fi
 done`
-	removeScript = `rm -rf -- "$p"`
-	usageScript  = `stat -f -c '%b %f %S %c %d' /workspace`
+	removeScript = `[ -e "$3" ] || [ -L "$3" ] || { printf '%s' "$n" >&2; exit 41; }
+exec rm -rf -- "$3"`
+	usageScript = `stat -f -c '%b %f %S %c %d' /workspace`
 )
 
 // maxListing bounds the entries one listing returns.
@@ -96,7 +102,7 @@ func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, script str
 	if err != nil {
 		return e.engineErr("workspace file operation", err)
 	}
-	what := strings.TrimPrefix(stderr.String(), "./")
+	what := strings.TrimSuffix(stderr.String(), "/")
 	switch {
 	case code == 0:
 		return nil
@@ -239,7 +245,7 @@ func (e *Executor) OpenFile(ctx context.Context, id, p string, c Caller) (io.Rea
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	tr, done := e.holderStream(ctx, r, fileScript, clean)
+	tr, done := e.holderStream(ctx, r, fileScript, path.Dir(clean), path.Base(clean))
 	h, err := tr.Next()
 	if err != nil {
 		done.close()
@@ -265,7 +271,7 @@ func (e *Executor) OpenArchive(ctx context.Context, id, dir string, c Caller) (i
 	if err != nil {
 		return nil, err
 	}
-	tr, done := e.holderStream(ctx, r, dirScript, clean)
+	tr, done := e.holderStream(ctx, r, dirScript, clean, "")
 	// The first header tells an archive from a refusal before the caller writes anything.
 	first, err := tr.Next()
 	if err != nil && err != io.EOF {
@@ -323,12 +329,12 @@ func nextHeader(tr *tar.Reader) (*tar.Header, error) {
 
 // holderStream runs script on p in the holder, its stdout read as a tar stream.
 // done.err turns a read error into the script's own error once it has ended.
-func (e *Executor) holderStream(ctx context.Context, r workspaceRecord, script, p string) (*tar.Reader, *execDone) {
+func (e *Executor) holderStream(ctx context.Context, r workspaceRecord, script, dir, name string) (*tar.Reader, *execDone) {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	d := &execDone{ended: make(chan struct{}), cancel: cancel, pipe: pr}
 	go func() {
-		d.result = e.holderExec(ctx, r, script, []string{p}, nil, pw)
+		d.result = e.holderExec(ctx, r, script, []string{dir, "", name}, nil, pw)
 		pw.CloseWithError(cmpErr(d.result, io.EOF))
 		close(d.ended)
 	}()
@@ -395,7 +401,7 @@ func (e *Executor) ListFiles(ctx context.Context, id, dir string, c Caller) (Fil
 		return FileList{}, err
 	}
 	var out bytes.Buffer
-	if err := e.holderExec(ctx, r, listScript, []string{clean, "", strconv.Itoa(maxListing + 1)}, nil, &out); err != nil {
+	if err := e.holderExec(ctx, r, listScript, []string{clean, "", "", strconv.Itoa(maxListing + 1)}, nil, &out); err != nil {
 		return FileList{}, err
 	}
 	files, err := parseListing(out.Bytes())
@@ -469,9 +475,7 @@ func (e *Executor) RemoveFile(ctx context.Context, id, p string, c Caller) error
 		return &SpecError{Field: "path", Reason: "names the workspace's root; delete the workspace instead"}
 	}
 	// Every component but the last must be a real directory; the last may be a link.
-	parent, base := path.Split(clean)
-	return e.holderExec(ctx, r, `p="$p/$3"; [ -e "$p" ] || [ -L "$p" ] || { printf '%s' "$p" >&2; exit 41; }
-`+removeScript, []string{path.Clean("./" + parent), "", base}, nil, io.Discard)
+	return e.holderExec(ctx, r, removeScript, []string{path.Dir(clean), "", path.Base(clean)}, nil, io.Discard)
 }
 
 // workspaceUsage reads the bytes and inodes the workspace's files take.

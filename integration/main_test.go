@@ -12,6 +12,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-sandbox/airlock/executor"
@@ -66,6 +67,10 @@ func TestMain(m *testing.M) {
 		}
 		code = 1
 	}
+	if left := managedVolumes(context.Background()); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d airlock volume(s) left on the engine: %s\n", len(left), strings.Join(left, ", "))
+		code = 1
+	}
 	ex.Close()
 	unchecked.Close()
 	os.RemoveAll(dataDir)
@@ -73,6 +78,19 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(cliPath))
 	}
 	os.Exit(code)
+}
+
+// managedVolumes lists the volumes labelled as airlock's (workspaces).
+func managedVolumes(ctx context.Context) []string {
+	vols, err := docker.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", executor.LabelManaged+"=true"))})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var names []string
+	for _, v := range vols.Volumes {
+		names = append(names, v.Name)
+	}
+	return names
 }
 
 // managedContainers lists the containers labelled as airlock's, all of them or

@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -210,5 +212,256 @@ func TestWorkspaceRemovedLeavesNothing(t *testing.T) {
 	cs, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", executor.LabelWorkspace+"="+w.ID))})
 	if err != nil || len(cs) != 0 {
 		t.Errorf("containers of the workspace left: %d %v", len(cs), err)
+	}
+}
+
+// A run plants links to the outside; no operation follows them.
+func TestWorkspacePlantedLinksAreNotFollowed(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkspace(t, executor.WorkspaceSpec{})
+	res := runIn(t, w.ID, `echo secret-of-the-run > mine; ln -s /etc/passwd report.txt; ln -s / root; ln -s ../../../../var/lib/docker up;
+		mkdir d; ln -s /etc d/etc; ln -s ../mine d/ok`)
+	if res.ExitCode != 0 {
+		t.Fatalf("plant: %+v", res)
+	}
+	caller := executor.Caller{}
+	for _, p := range []string{"report.txt", "root/etc/passwd", "up/volumes", "d/etc/passwd"} {
+		if rc, _, err := ex.OpenFile(ctx, w.ID, p, caller); !errors.Is(err, executor.ErrUnsafePath) {
+			if rc != nil {
+				b, _ := io.ReadAll(rc)
+				rc.Close()
+				t.Errorf("download %s read %q", p, b)
+			}
+			t.Errorf("download %s: %v, want a refused path", p, err)
+		}
+	}
+	for _, p := range []string{"root", "up", "d/etc"} {
+		if _, err := ex.OpenArchive(ctx, w.ID, p, caller); !errors.Is(err, executor.ErrUnsafePath) {
+			t.Errorf("archive of %s: %v, want a refused path", p, err)
+		}
+		if _, err := ex.ListFiles(ctx, w.ID, p, caller); !errors.Is(err, executor.ErrUnsafePath) {
+			t.Errorf("list %s: %v, want a refused path", p, err)
+		}
+		if err := ex.PutFile(ctx, w.ID, p+"/planted", 0, strings.NewReader("x"), caller); !errors.Is(err, executor.ErrUnsafePath) {
+			t.Errorf("upload into %s: %v, want a refused path", p, err)
+		}
+	}
+	// The directory holding links is archived with the links as links.
+	rc, err := ex.OpenArchive(ctx, w.ID, "d", caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(rc)
+	var got []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		got = append(got, h.Name+"->"+h.Linkname)
+	}
+	rc.Close()
+	slices.Sort(got)
+	if strings.Join(got, " ") != "etc->/etc ok->../mine" {
+		t.Errorf("archive of d: %q", got)
+	}
+	list, err := ex.ListFiles(ctx, w.ID, "d", caller)
+	if err != nil || len(list.Files) != 2 || list.Files[0].Type != "symlink" || list.Files[0].Target != "/etc" {
+		t.Errorf("list d: %+v %v", list, err)
+	}
+	// Removing a link removes the link only.
+	if err := ex.RemoveFile(ctx, w.ID, "d/ok", caller); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, w.ID, "mine"); got != "secret-of-the-run\n" {
+		t.Errorf("mine = %q after removing a link to it", got)
+	}
+}
+
+// A run swaps a directory for a link to the holder's /etc as fast as it can
+// while airlock downloads through it: every download gets the workspace's file
+// or a refusal, never a byte from outside (the CVE-2018-15664 race).
+func TestWorkspaceSymlinkSwapRace(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkspace(t, executor.WorkspaceSpec{})
+	p, err := ex.Start(ctx, executor.Spec{Workspace: w.ID, Timeout: 60, Command: `mkdir -p real && echo inside > real/passwd
+		while :; do mv real d; mv d real; ln -s /etc d; rm d; done`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ex.Kill(ctx, p.ID, "KILL", 0)
+		ex.Wait(ctx, p.ID)
+		ex.Remove(ctx, p.ID)
+	}()
+	waitForFile(t, w.ID, "real/passwd")
+	inside, refused := 0, 0
+	for range 60 {
+		rc, _, err := ex.OpenFile(ctx, w.ID, "d/passwd", executor.Caller{})
+		if err != nil {
+			if !errors.Is(err, executor.ErrUnsafePath) && !errors.Is(err, executor.ErrFileNotFound) {
+				t.Fatalf("download: %v", err)
+			}
+			refused++
+			continue
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(b) != "inside\n" {
+			t.Fatalf("download through the swapped link read %q", b)
+		}
+		inside++
+	}
+	t.Logf("%d downloads of the workspace's file, %d refused", inside, refused)
+	if refused == 0 || inside == 0 {
+		t.Errorf("the race never went both ways: the test proves nothing")
+	}
+}
+
+func waitForFile(t *testing.T, ws, p string) {
+	t.Helper()
+	for range 100 {
+		if rc, _, err := ex.OpenFile(context.Background(), ws, p, executor.Caller{}); err == nil {
+			rc.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared", p)
+}
+
+// Hostile archives through the real engine: refused whole, nothing written.
+func TestWorkspaceHostileArchivesWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkspace(t, executor.WorkspaceSpec{Size: 4 << 20})
+	for name, arch := range map[string][]byte{
+		"absolute":  tarOf(t, file("ok", "x"), file("/etc/evil", "x")),
+		"dot-dot":   tarOf(t, file("ok", "x"), file("../../evil", "x")),
+		"link out":  tarOf(t, file("ok", "x"), tarEntry{h: tar.Header{Typeflag: tar.TypeSymlink, Name: "l", Linkname: "/etc"}}),
+		"device":    tarOf(t, file("ok", "x"), tarEntry{h: tar.Header{Typeflag: tar.TypeChar, Name: "null", Devmajor: 1, Devminor: 3}}),
+		"through":   tarOf(t, tarEntry{h: tar.Header{Typeflag: tar.TypeSymlink, Name: "s", Linkname: "."}}, file("s/x", "x")),
+		"too large": tarOf(t, file("ok", "x"), tarEntry{h: tar.Header{Typeflag: tar.TypeReg, Name: "big", Size: 8 << 20}, data: strings.Repeat("z", 8<<20)}),
+	} {
+		if err := ex.PutArchive(ctx, w.ID, ".", bytes.NewReader(arch), executor.Caller{}); err == nil {
+			t.Errorf("%s: archive accepted", name)
+		}
+	}
+	list, err := ex.ListFiles(ctx, w.ID, "", executor.Caller{})
+	if err != nil || len(list.Files) != 0 {
+		t.Errorf("after refused archives the workspace holds %+v (%v)", list.Files, err)
+	}
+}
+
+// Another tenant's workspace does not exist for the caller; a run cannot name it.
+func TestWorkspaceTenancy(t *testing.T) {
+	ctx := context.Background()
+	alpha, beta := executor.Caller{Tenant: "alpha"}, executor.Caller{Tenant: "beta", MaxWorkspaces: 1}
+	w, err := ex.CreateWorkspace(ctx, executor.WorkspaceSpec{}, alpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.RemoveWorkspace(ctx, w.ID, alpha)
+	if _, err := ex.Workspace(ctx, w.ID, beta); !errors.Is(err, executor.ErrWorkspaceNotFound) {
+		t.Errorf("beta reads alpha's workspace: %v", err)
+	}
+	if err := ex.PutFile(ctx, w.ID, "x", 0, strings.NewReader("x"), beta); !errors.Is(err, executor.ErrWorkspaceNotFound) {
+		t.Errorf("beta writes alpha's workspace: %v", err)
+	}
+	if err := ex.RemoveWorkspace(ctx, w.ID, beta); !errors.Is(err, executor.ErrWorkspaceNotFound) {
+		t.Errorf("beta removes alpha's workspace: %v", err)
+	}
+	if ws, _ := ex.Workspaces(ctx, beta); len(ws) != 0 {
+		t.Errorf("beta lists %v", ws)
+	}
+	spec := executor.Spec{Command: "true", Workspace: w.ID}
+	a, err := ex.Admit(spec, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ex.Execute(ctx, a); !errors.Is(err, executor.ErrInvalidSpec) || !strings.Contains(err.Error(), "workspace") {
+		t.Errorf("beta runs on alpha's workspace: %v %+v", err, res)
+	}
+	b, err := ex.CreateWorkspace(ctx, executor.WorkspaceSpec{}, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.RemoveWorkspace(ctx, b.ID, beta)
+	if _, err := ex.CreateWorkspace(ctx, executor.WorkspaceSpec{}, beta); !errors.Is(err, executor.ErrWorkspaceQuota) {
+		t.Errorf("beta's second workspace: %v, want its limit", err)
+	}
+}
+
+// The files outlive the executor: a new one (a restarted server) finds them.
+// When the holder is stopped (as an engine restart stops it), the workspace
+// says its files are lost, and runs on it are refused.
+func TestWorkspacePersistsAndReportsLoss(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkspace(t, executor.WorkspaceSpec{})
+	runIn(t, w.ID, "echo kept > kept.txt")
+	other, err := executor.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	res, err := other.Run(ctx, executor.Spec{Command: "cat kept.txt", Workspace: w.ID})
+	if err != nil || res.Stdout != "kept\n" {
+		t.Fatalf("second executor: %v %+v", err, res)
+	}
+	if err := docker.ContainerStop(ctx, "airlock-"+w.ID+"-holder", container.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ex.Workspace(ctx, w.ID, executor.Caller{})
+	if err != nil || !got.Lost {
+		t.Errorf("workspace after its holder stopped: %+v %v", got, err)
+	}
+	if _, err := ex.Run(ctx, executor.Spec{Command: "true", Workspace: w.ID}); !errors.Is(err, executor.ErrInvalidSpec) || !strings.Contains(err.Error(), "lost") {
+		t.Errorf("run on a lost workspace: %v", err)
+	}
+}
+
+func TestWorkspaceTTLReaping(t *testing.T) {
+	ctx := context.Background()
+	w := newWorkspace(t, executor.WorkspaceSpec{TTL: 1})
+	kept := newWorkspace(t, executor.WorkspaceSpec{})
+	busy := newWorkspace(t, executor.WorkspaceSpec{TTL: 1})
+	p, err := ex.Start(ctx, executor.Spec{Command: "sleep 30", Workspace: busy.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ex.Kill(ctx, p.ID, "KILL", 0)
+		ex.Wait(ctx, p.ID)
+		ex.Remove(ctx, p.ID)
+	}()
+	time.Sleep(1100 * time.Millisecond)
+	reaped, err := ex.ReapWorkspaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reaped) != 1 || reaped[0] != w.ID {
+		t.Errorf("reaped %v, want only %s (%s is in use, %s has no ttl)", reaped, w.ID, busy.ID, kept.ID)
+	}
+	if _, err := ex.Workspace(ctx, w.ID, executor.Caller{}); !errors.Is(err, executor.ErrWorkspaceNotFound) {
+		t.Errorf("reaped workspace: %v", err)
+	}
+}
+
+// gVisor sees the same files, bounded the same way.
+func TestWorkspaceUnderGVisor(t *testing.T) {
+	requireRuntime(t, "runsc")
+	w := newWorkspace(t, executor.WorkspaceSpec{Size: 8 << 20})
+	if err := ex.PutFile(context.Background(), w.ID, "in.txt", 0, strings.NewReader("from airlock"), executor.Caller{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ex.Run(context.Background(), executor.Spec{Runtime: "runsc", Workspace: w.ID,
+		Command: "cat in.txt; echo; echo out > out.txt; dd if=/dev/zero of=big bs=1M count=64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Stdout, "from airlock\n") || !strings.Contains(res.Stderr, "No space left") {
+		t.Errorf("runsc: %+v", res)
+	}
+	if got := readFile(t, w.ID, "out.txt"); got != "out\n" {
+		t.Errorf("out.txt = %q", got)
 	}
 }
