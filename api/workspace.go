@@ -38,6 +38,11 @@ type Workspace struct {
 	InUse int `json:"in_use,omitempty"`
 }
 
+// WorkspaceList answers GET /v1/workspaces.
+type WorkspaceList struct {
+	Workspaces []Workspace `json:"workspaces"`
+}
+
 // FileInfo is one entry of a workspace directory.
 type FileInfo struct {
 	Name string `json:"name"`
@@ -70,7 +75,58 @@ var (
 	ErrWorkspaceLost = errors.New("workspace files were lost")
 	// ErrFileNotFound: no such file or directory in the workspace.
 	ErrFileNotFound = errors.New("no such file in the workspace")
+	// ErrWrongType: the path is a directory where a file is needed, or the reverse.
+	ErrWrongType = errors.New("wrong kind of file")
 	// ErrUnsafePath: the path or an archive entry would reach outside the
 	// workspace, through a symbolic link, or is of a kind airlock refuses.
 	ErrUnsafePath = errors.New("refused path")
 )
+
+// The MCP tools' requests and answers for workspaces.
+
+// WorkspaceRequest names a workspace.
+type WorkspaceRequest struct {
+	Workspace string `json:"workspace" jsonschema:"the workspace id (ws_...)"`
+}
+
+// WriteFileRequest is the write_file tool's input.
+type WriteFileRequest struct {
+	Workspace string `json:"workspace" jsonschema:"the workspace id (ws_...)"`
+	Path      string `json:"path" jsonschema:"path relative to /workspace; its directories are created"`
+	Content   string `json:"content" jsonschema:"the file's content"`
+	Encoding  string `json:"encoding,omitempty" jsonschema:"utf8 (default) or base64, for binary content"`
+	Mode      string `json:"mode,omitempty" jsonschema:"permission bits in octal (default 0644; 0755 for a script)"`
+}
+
+// ReadFileRequest is the read_file tool's input.
+type ReadFileRequest struct {
+	Workspace string `json:"workspace" jsonschema:"the workspace id (ws_...)"`
+	Path      string `json:"path" jsonschema:"path of a regular file relative to /workspace"`
+	Offset    int64  `json:"offset,omitempty" jsonschema:"byte offset to read from (default 0)"`
+	Limit     int64  `json:"limit,omitempty" jsonschema:"bytes to read at most (default and maximum 1048576)"`
+}
+
+// ReadFileResult is the read_file tool's answer.
+type ReadFileResult struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	Mode    string `json:"mode"`
+	Offset  int64  `json:"offset"`
+	Content string `json:"content"`
+	// Encoding is utf8, or base64 when the bytes read are not valid UTF-8.
+	Encoding string `json:"encoding"`
+	// Next is the offset after the bytes read; it equals Size at the end.
+	Next int64 `json:"next"`
+}
+
+// ListFilesRequest is the list_files tool's input.
+type ListFilesRequest struct {
+	Workspace string `json:"workspace" jsonschema:"the workspace id (ws_...)"`
+	Path      string `json:"path,omitempty" jsonschema:"directory relative to /workspace (default its root)"`
+}
+
+// WriteFileResult is the write_file tool's answer.
+type WriteFileResult struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}

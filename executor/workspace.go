@@ -38,6 +38,7 @@ var (
 	ErrWorkspaceLost     = api.ErrWorkspaceLost
 	ErrFileNotFound      = api.ErrFileNotFound
 	ErrUnsafePath        = api.ErrUnsafePath
+	ErrWrongType         = api.ErrWrongType
 )
 
 // ErrWorkspaceQuota is returned when a tenant's workspaces would pass its
@@ -424,4 +425,15 @@ func (e *Executor) mountWorkspace(ctx context.Context, plan *containerPlan, id s
 	plan.Labels = maps.Clone(plan.Labels)
 	plan.Labels[LabelWorkspace] = id
 	return nil
+}
+
+// WorkspaceTotals counts the workspaces of every tenant on the engine and sums
+// their sizes (the memory they may take): for a server's metrics.
+func (e *Executor) WorkspaceTotals(ctx context.Context) (count int, size int64, err error) {
+	all, err := e.workspaceRecords(ctx)
+	for _, r := range all {
+		count++
+		size += r.Size
+	}
+	return count, size, err
 }

@@ -111,7 +111,7 @@ func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, script str
 	case code == exitNoFile:
 		return fmt.Errorf("%w: %q", ErrFileNotFound, what)
 	case code == exitWrongType:
-		return fmt.Errorf("%w: %q is not of the kind this operation needs (a directory, or a regular file)", ErrUnsafePath, what)
+		return fmt.Errorf("%w: %q is not of the kind this operation needs (a directory, or a regular file)", ErrWrongType, what)
 	case strings.Contains(stderr.String(), "No space left") || strings.Contains(stderr.String(), "Disk quota"):
 		return fmt.Errorf("%w: %s holds %s and %d inodes at most", ErrWorkspaceFull, r.ID, formatBytes(r.Size), r.Inodes)
 	}
@@ -253,7 +253,7 @@ func (e *Executor) OpenFile(ctx context.Context, id, p string, c Caller) (io.Rea
 	}
 	if h.Typeflag != tar.TypeReg {
 		done.close()
-		return nil, FileInfo{}, fmt.Errorf("%w: %q is not a regular file", ErrUnsafePath, clean)
+		return nil, FileInfo{}, fmt.Errorf("%w: %q is not a regular file", ErrWrongType, clean)
 	}
 	info := FileInfo{Name: path.Base(clean), Type: "file", Size: h.Size, Mode: fmt.Sprintf("%04o", h.Mode&0o777), ModTime: h.ModTime.UTC()}
 	return &streamReader{Reader: tr, done: done}, info, nil

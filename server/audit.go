@@ -56,6 +56,9 @@ type auditEvent struct {
 	Error      string         `json:"error,omitempty"`
 	FinishedAt *time.Time     `json:"finished_at,omitempty"` // when the run ended; time is when this line was written
 
+	Workspace string `json:"workspace,omitempty"`
+	Path      string `json:"path,omitempty"` // a file or directory in the workspace
+
 	Remote string `json:"remote,omitempty"`
 	Token  string `json:"token,omitempty"` // a fingerprint, never the token
 }
@@ -122,7 +125,7 @@ func (a *auditLog) close() error { return a.f.Close() }
 func specEvent(event, tenant string, s executor.Spec) auditEvent {
 	return auditEvent{
 		Event: event, Tenant: tenant, Command: s.Command, Argv: s.Argv,
-		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Background: s.Background,
+		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Background: s.Background, Workspace: s.Workspace,
 	}
 }
 

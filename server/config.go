@@ -72,6 +72,8 @@ type Ceilings struct {
 	CPUs    float64 `json:"cpus"`    // cores; 0 is the engine's CPU count
 	Pids    int64   `json:"pids"`    // tasks
 	Timeout float64 `json:"timeout"` // seconds, foreground runs
+	// WorkspaceSize bounds one workspace, in bytes (held in the engine host's memory).
+	WorkspaceSize int64 `json:"workspace_size"`
 }
 
 // Tenant is what one tenant may do. Zero fields take the server's values.
@@ -82,6 +84,10 @@ type Tenant struct {
 	// MaxMemory (bytes) and MaxTimeout (seconds) lower the server's ceilings.
 	MaxMemory  int64   `json:"max_memory,omitempty"`
 	MaxTimeout float64 `json:"max_timeout,omitempty"`
+	// MaxWorkspaces and MaxWorkspaceBytes bound the tenant's workspaces: how
+	// many, and the sum of their sizes.
+	MaxWorkspaces     int   `json:"max_workspaces,omitempty"`
+	MaxWorkspaceBytes int64 `json:"max_workspace_bytes,omitempty"`
 	// AllowedImages, when set, are the only images the tenant may run.
 	AllowedImages []string `json:"allowed_images,omitempty"`
 	// Policy replaces the server's policy for this tenant.
@@ -102,13 +108,14 @@ func DefaultConfig() Config {
 		DefaultImage: ec.DefaultImage,
 		Pull:         executor.PullNever,
 		Ceilings: Ceilings{
-			Memory:  ec.Ceilings.Memory,
-			Pids:    ec.Ceilings.Pids,
-			Timeout: ec.Ceilings.Timeout.Seconds(),
+			Memory:        ec.Ceilings.Memory,
+			Pids:          ec.Ceilings.Pids,
+			Timeout:       ec.Ceilings.Timeout.Seconds(),
+			WorkspaceSize: ec.MaxWorkspaceSize,
 		},
 		Networks:       ec.Networks,
 		Runtimes:       ec.Runtimes,
-		TenantDefaults: Tenant{MaxConcurrent: 16},
+		TenantDefaults: Tenant{MaxConcurrent: 16, MaxWorkspaces: 16, MaxWorkspaceBytes: 4 << 30},
 		// Room for the largest stdin the executor takes, plus command and env.
 		MaxBodyBytes: ec.MaxStdin*2 + int64(ec.MaxArgBytes)*2 + 64<<10,
 	}
@@ -149,6 +156,7 @@ var settings = []setting{
 	{"max-cpus", "CPU ceiling in cores (default: the engine's CPUs)", func(c *Config, v string) error {
 		return parseFloat(v, &c.Ceilings.CPUs)
 	}},
+	{"max-workspace-size", "ceiling of one workspace's size, e.g. 2g (held in memory)", func(c *Config, v string) error { return parseBytes(v, &c.Ceilings.WorkspaceSize) }},
 	{"max-pids", "pids ceiling", func(c *Config, v string) error { return parseInt(v, &c.Ceilings.Pids) }},
 	{"max-timeout", "foreground timeout ceiling: 10m, or seconds", func(c *Config, v string) error {
 		return parseSeconds(v, &c.Ceilings.Timeout)
@@ -276,7 +284,7 @@ func (c *Config) validate() error {
 		return err
 	}
 	check := func(name string, t Tenant) error {
-		if t.MaxConcurrent < 0 || t.MaxMemory < 0 || t.MaxTimeout < 0 {
+		if t.MaxConcurrent < 0 || t.MaxMemory < 0 || t.MaxTimeout < 0 || t.MaxWorkspaces < 0 || t.MaxWorkspaceBytes < 0 {
 			return fmt.Errorf("%s: limits must not be negative", name)
 		}
 		if t.Policy != nil {
@@ -312,6 +320,8 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 	ec.Ceilings.CPUs = c.Ceilings.CPUs
 	ec.Ceilings.Pids = c.Ceilings.Pids
 	ec.Ceilings.Timeout = seconds(c.Ceilings.Timeout)
+	ec.MaxWorkspaceSize = c.Ceilings.WorkspaceSize
+	ec.WorkspaceSize = min(ec.WorkspaceSize, ec.MaxWorkspaceSize)
 	// Defaults over a lowered ceiling come down to it.
 	ec.Defaults.Memory = min(ec.Defaults.Memory, ec.Ceilings.Memory)
 	ec.Defaults.Pids = min(ec.Defaults.Pids, ec.Ceilings.Pids)
@@ -345,6 +355,8 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 		return ec, errors.New("ceilings.memory: must be at least 6MiB")
 	case c.Ceilings.Pids < 2:
 		return ec, errors.New("ceilings.pids: must be at least 2")
+	case c.Ceilings.WorkspaceSize < 1<<20:
+		return ec, errors.New("ceilings.workspace_size: must be at least 1MiB")
 	case c.Ceilings.Timeout <= 0 || math.IsNaN(c.Ceilings.Timeout):
 		return ec, errors.New("ceilings.timeout: must be a positive number of seconds")
 	case c.Ceilings.CPUs < 0:

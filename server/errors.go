@@ -19,8 +19,20 @@ func (a *httpAPI) errorOf(ctx context.Context, err error) *api.Error {
 		return e
 	case errors.As(err, &se):
 		return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: se.Error(), Field: se.Field}
-	case errors.Is(err, executor.ErrNotFound):
+	case errors.Is(err, executor.ErrNotFound), errors.Is(err, executor.ErrWorkspaceNotFound), errors.Is(err, executor.ErrFileNotFound):
 		return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
+	case errors.Is(err, executor.ErrWorkspaceBusy):
+		return &api.Error{Status: http.StatusConflict, Code: "workspace_busy", Message: err.Error()}
+	case errors.Is(err, executor.ErrWorkspaceLost):
+		return &api.Error{Status: http.StatusGone, Code: "workspace_lost", Message: err.Error()}
+	case errors.Is(err, executor.ErrWorkspaceFull):
+		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: "workspace_full", Message: err.Error()}
+	case errors.Is(err, executor.ErrWorkspaceQuota):
+		return &api.Error{Status: http.StatusForbidden, Code: "workspace_quota", Message: err.Error()}
+	case errors.Is(err, executor.ErrUnsafePath):
+		return &api.Error{Status: http.StatusBadRequest, Code: "refused_path", Field: "path", Message: err.Error()}
+	case errors.Is(err, executor.ErrWrongType):
+		return &api.Error{Status: http.StatusConflict, Code: "wrong_type", Field: "path", Message: err.Error()}
 	case errors.Is(err, ErrBusy):
 		return &api.Error{Status: http.StatusTooManyRequests, Code: "busy", Message: err.Error()}
 	case errors.Is(err, executor.ErrRunning):

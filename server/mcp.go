@@ -188,6 +188,7 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			}
 			return text(msg), d, nil
 		})
+	s.addWorkspaceTools(srv, tenant)
 	return srv
 }
 

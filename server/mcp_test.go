@@ -87,14 +87,14 @@ func TestMCPOverHTTP(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if strings.Join(names, " ") != "check kill list logs monitor run start wait" {
+	if strings.Join(names, " ") != "check create_workspace delete_workspace kill list list_files logs monitor read_file run start wait write_file" {
 		t.Fatalf("tools %v", names)
 	}
 	// Every input field is described (with its unit where it has one), the
 	// closed sets are enums, and the annotations say what a tool does.
 	enums := map[string]string{"logs.stream": "stdout stderr both", "logs.encoding": "utf8 base64",
 		"list.state": "running completed timed_out killed blocked failed", "kill.signal": "SIGTERM"}
-	readOnly := map[string]bool{"monitor": true, "logs": true, "list": true, "check": true, "wait": true}
+	readOnly := map[string]bool{"monitor": true, "logs": true, "list": true, "check": true, "wait": true, "read_file": true, "list_files": true}
 	for _, tool := range tools.Tools {
 		var sch struct {
 			Properties map[string]struct {

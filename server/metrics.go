@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -19,6 +22,34 @@ type metrics struct {
 	engineErrors prometheus.Counter
 	authFailures prometheus.Counter
 	requests     *prometheus.CounterVec // route, code
+}
+
+// workspaceCollector reads the workspaces' count and sizes from the engine at
+// each scrape: they outlive any one server, and another airlock process on the
+// same engine may create or remove them.
+type workspaceCollector struct {
+	ex          *executor.Executor
+	count, size *prometheus.Desc
+}
+
+func newWorkspaceCollector(ex *executor.Executor) *workspaceCollector {
+	return &workspaceCollector{ex: ex,
+		count: prometheus.NewDesc("airlock_workspaces", "Workspaces on the engine, of every tenant.", nil, nil),
+		size:  prometheus.NewDesc("airlock_workspace_size_bytes", "Sum of the workspaces' sizes: the memory their files may take.", nil, nil),
+	}
+}
+
+func (c *workspaceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.count; ch <- c.size }
+
+func (c *workspaceCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, size, err := c.ex.WorkspaceTotals(ctx)
+	if err != nil {
+		return // the engine is away: airlock_engine_errors_total and /readyz say so
+	}
+	ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(size))
 }
 
 func newMetrics() *metrics {

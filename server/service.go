@@ -65,6 +65,7 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{}}
+	s.metrics.reg.MustRegister(newWorkspaceCollector(ex))
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}
@@ -103,6 +104,13 @@ func (s *Service) sweepOnce() {
 	defer cancel()
 	if err := s.ex.Reconcile(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("periodic reconcile", "err", err)
+	}
+	reaped, err := s.ex.ReapWorkspaces(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("reap expired workspaces", "err", err)
+	}
+	for _, id := range reaped {
+		s.write(auditEvent{Event: "workspace.delete", Workspace: id, Reason: "its ttl passed"})
 	}
 	if s.cfg.KeepJobs > 0 {
 		removed, err := s.ex.Prune(ctx, seconds(s.cfg.KeepJobs))
@@ -206,11 +214,14 @@ func (s *Service) tenant(name string) (*tenantState, error) {
 		limits = s.cfg.TenantDefaults
 	}
 	limits.MaxConcurrent = cmp.Or(limits.MaxConcurrent, s.cfg.TenantDefaults.MaxConcurrent)
+	limits.MaxWorkspaces = cmp.Or(limits.MaxWorkspaces, s.cfg.TenantDefaults.MaxWorkspaces)
+	limits.MaxWorkspaceBytes = cmp.Or(limits.MaxWorkspaceBytes, s.cfg.TenantDefaults.MaxWorkspaceBytes)
 	if limits.AllowedImages == nil {
 		limits.AllowedImages = s.cfg.TenantDefaults.AllowedImages
 	}
 	t := &tenantState{name: name, limits: limits, caller: executor.Caller{
 		Tenant: name, MaxMemory: limits.MaxMemory, MaxTimeout: seconds(limits.MaxTimeout), Images: limits.AllowedImages,
+		MaxWorkspaces: limits.MaxWorkspaces, MaxWorkspaceBytes: limits.MaxWorkspaceBytes,
 	}}
 	if limits.Policy != nil {
 		p, err := policy.New(*limits.Policy)

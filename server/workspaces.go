@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"io"
+	"io/fs"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// The Service's workspace operations: the tenant's Caller bounds them, another
+// tenant's workspace answers as an unknown one (the executor compares
+// tenants), and every change is audited.
+
+func (s *Service) caller(tenant string) (executor.Caller, error) {
+	t, err := s.tenant(tenant)
+	if err != nil {
+		return executor.Caller{}, err
+	}
+	return t.caller, nil
+}
+
+// CreateWorkspace makes a workspace for the tenant.
+func (s *Service) CreateWorkspace(ctx context.Context, tenant string, spec executor.WorkspaceSpec, via, remote string) (executor.Workspace, error) {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return executor.Workspace{}, err
+	}
+	w, err := s.ex.CreateWorkspace(ctx, spec, c)
+	ev := auditEvent{Event: "workspace.create", Tenant: tenant, Workspace: w.ID, Via: via, Remote: remote}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	s.write(ev)
+	return w, err
+}
+
+// Workspace reports one of the tenant's workspaces.
+func (s *Service) Workspace(ctx context.Context, tenant, id string) (executor.Workspace, error) {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return executor.Workspace{}, err
+	}
+	return s.ex.Workspace(ctx, id, c)
+}
+
+// Workspaces lists the tenant's workspaces.
+func (s *Service) Workspaces(ctx context.Context, tenant string) ([]executor.Workspace, error) {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return nil, err
+	}
+	return s.ex.Workspaces(ctx, c)
+}
+
+// RemoveWorkspace deletes one of the tenant's workspaces.
+func (s *Service) RemoveWorkspace(ctx context.Context, tenant, id, via, remote string) error {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return err
+	}
+	err = s.ex.RemoveWorkspace(ctx, id, c)
+	s.auditFile("workspace.delete", tenant, id, "", via, remote, err)
+	return err
+}
+
+// PutFile writes one file into a workspace.
+func (s *Service) PutFile(ctx context.Context, tenant, id, path string, mode fs.FileMode, content io.Reader, via, remote string) error {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return err
+	}
+	err = s.ex.PutFile(ctx, id, path, mode, content, c)
+	s.auditFile("workspace.upload", tenant, id, path, via, remote, err)
+	return err
+}
+
+// PutArchive extracts a tar(.gz) archive into a workspace directory.
+func (s *Service) PutArchive(ctx context.Context, tenant, id, dir string, archive io.Reader, via, remote string) error {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return err
+	}
+	err = s.ex.PutArchive(ctx, id, dir, archive, c)
+	s.auditFile("workspace.upload", tenant, id, dir, via, remote, err)
+	return err
+}
+
+// RemoveFile deletes a file or directory of a workspace.
+func (s *Service) RemoveFile(ctx context.Context, tenant, id, path, via, remote string) error {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return err
+	}
+	err = s.ex.RemoveFile(ctx, id, path, c)
+	s.auditFile("workspace.delete", tenant, id, path, via, remote, err)
+	return err
+}
+
+// OpenFile reads one file of a workspace.
+func (s *Service) OpenFile(ctx context.Context, tenant, id, path string) (io.ReadCloser, executor.FileInfo, error) {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return nil, executor.FileInfo{}, err
+	}
+	return s.ex.OpenFile(ctx, id, path, c)
+}
+
+// OpenArchive reads a workspace directory as a tar archive.
+func (s *Service) OpenArchive(ctx context.Context, tenant, id, dir string) (io.ReadCloser, error) {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return nil, err
+	}
+	return s.ex.OpenArchive(ctx, id, dir, c)
+}
+
+// ListFiles lists a workspace directory.
+func (s *Service) ListFiles(ctx context.Context, tenant, id, dir string) (executor.FileList, error) {
+	c, err := s.caller(tenant)
+	if err != nil {
+		return executor.FileList{}, err
+	}
+	return s.ex.ListFiles(ctx, id, dir, c)
+}
+
+func (s *Service) auditFile(event, tenant, id, path, via, remote string, err error) {
+	ev := auditEvent{Event: event, Tenant: tenant, Workspace: id, Path: path, Via: via, Remote: remote}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	s.write(ev)
+}
