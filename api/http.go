@@ -29,6 +29,22 @@ func (e *Error) Unwrap() error {
 		return ErrRunning
 	case "engine_error", "engine_unavailable":
 		return ErrEngine
+	case "workspace_not_found":
+		return ErrWorkspaceNotFound
+	case "file_not_found":
+		return ErrFileNotFound
+	case "workspace_busy":
+		return ErrWorkspaceBusy
+	case "workspace_full":
+		return ErrWorkspaceFull
+	case "workspace_lost":
+		return ErrWorkspaceLost
+	case "workspace_quota":
+		return ErrWorkspaceQuota
+	case "refused_path":
+		return ErrUnsafePath
+	case "wrong_type":
+		return ErrWrongType
 	}
 	return nil
 }

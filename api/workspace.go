@@ -75,6 +75,8 @@ var (
 	ErrWorkspaceLost = errors.New("workspace files were lost")
 	// ErrFileNotFound: no such file or directory in the workspace.
 	ErrFileNotFound = errors.New("no such file in the workspace")
+	// ErrWorkspaceQuota: the tenant's workspaces would pass its count or byte limit.
+	ErrWorkspaceQuota = errors.New("workspace limit reached")
 	// ErrWrongType: the path is a directory where a file is needed, or the reverse.
 	ErrWrongType = errors.New("wrong kind of file")
 	// ErrUnsafePath: the path or an archive entry would reach outside the

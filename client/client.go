@@ -246,26 +246,30 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 	return nil
 }
 
-// send sends a request and returns the response when its status is a success;
-// otherwise the server's error as a *api.Error.
+// send sends a request with a JSON body (none when nil) and returns the
+// response when its status is a success; otherwise the server's error as a *api.Error.
 func (c *Client) send(ctx context.Context, method, path string, q url.Values, body any, accept string) (*http.Response, error) {
-	u := *c.base
-	u.Path += path
-	u.RawQuery = q.Encode()
-	var r io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		r = bytes.NewReader(data)
+	if body == nil {
+		return c.sendRaw(ctx, method, path, q, nil, "", accept)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), r)
+	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return c.sendRaw(ctx, method, path, q, bytes.NewReader(data), "application/json", accept)
+}
+
+// sendRaw is send with a body of any type: a file, an archive.
+func (c *Client) sendRaw(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType, accept string) (*http.Response, error) {
+	u := *c.base
+	u.Path += path
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", accept)
 	if c.token != "" {

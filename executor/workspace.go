@@ -39,11 +39,9 @@ var (
 	ErrFileNotFound      = api.ErrFileNotFound
 	ErrUnsafePath        = api.ErrUnsafePath
 	ErrWrongType         = api.ErrWrongType
+	// ErrWorkspaceQuota: Caller.MaxWorkspaces or MaxWorkspaceBytes would be passed.
+	ErrWorkspaceQuota = api.ErrWorkspaceQuota
 )
-
-// ErrWorkspaceQuota is returned when a tenant's workspaces would pass its
-// count or byte limit (Caller.MaxWorkspaces, MaxWorkspaceBytes).
-var ErrWorkspaceQuota = errors.New("workspace limit reached")
 
 const (
 	// LabelWorkspace carries the workspace id on its volume, its holder and

@@ -19,8 +19,12 @@ func (a *httpAPI) errorOf(ctx context.Context, err error) *api.Error {
 		return e
 	case errors.As(err, &se):
 		return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Message: se.Error(), Field: se.Field}
-	case errors.Is(err, executor.ErrNotFound), errors.Is(err, executor.ErrWorkspaceNotFound), errors.Is(err, executor.ErrFileNotFound):
+	case errors.Is(err, executor.ErrNotFound):
 		return &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
+	case errors.Is(err, executor.ErrWorkspaceNotFound):
+		return &api.Error{Status: http.StatusNotFound, Code: "workspace_not_found", Message: err.Error()}
+	case errors.Is(err, executor.ErrFileNotFound):
+		return &api.Error{Status: http.StatusNotFound, Code: "file_not_found", Message: err.Error()}
 	case errors.Is(err, executor.ErrWorkspaceBusy):
 		return &api.Error{Status: http.StatusConflict, Code: "workspace_busy", Message: err.Error()}
 	case errors.Is(err, executor.ErrWorkspaceLost):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -25,6 +26,18 @@ type backend interface {
 	Kill(ctx context.Context, id, signal string, forceAfter time.Duration) (executor.KillResult, error)
 	Wait(ctx context.Context, id string) (executor.Result, error)
 	Remove(ctx context.Context, id string) error
+
+	CreateWorkspace(ctx context.Context, spec executor.WorkspaceSpec) (executor.Workspace, error)
+	Workspace(ctx context.Context, id string) (executor.Workspace, error)
+	Workspaces(ctx context.Context) ([]executor.Workspace, error)
+	RemoveWorkspace(ctx context.Context, id string) error
+	PutFile(ctx context.Context, id, p string, mode fs.FileMode, content io.Reader) error
+	PutArchive(ctx context.Context, id, dir string, archive io.Reader) error
+	OpenFile(ctx context.Context, id, p string) (io.ReadCloser, executor.FileInfo, error)
+	OpenArchive(ctx context.Context, id, dir string) (io.ReadCloser, error)
+	ListFiles(ctx context.Context, id, dir string) (executor.FileList, error)
+	RemoveFile(ctx context.Context, id, p string) error
+
 	Close() error
 }
 
@@ -37,6 +50,48 @@ func (l local) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.Wr
 		opts = append(opts, executor.WithLiveOutput(stdout, stderr))
 	}
 	return l.Executor.Run(ctx, spec, opts...)
+}
+
+// The local engine's workspaces are the library caller's (no tenant).
+
+func (l local) CreateWorkspace(ctx context.Context, spec executor.WorkspaceSpec) (executor.Workspace, error) {
+	return l.Executor.CreateWorkspace(ctx, spec, executor.Caller{})
+}
+
+func (l local) Workspace(ctx context.Context, id string) (executor.Workspace, error) {
+	return l.Executor.Workspace(ctx, id, executor.Caller{})
+}
+
+func (l local) Workspaces(ctx context.Context) ([]executor.Workspace, error) {
+	return l.Executor.Workspaces(ctx, executor.Caller{})
+}
+
+func (l local) RemoveWorkspace(ctx context.Context, id string) error {
+	return l.Executor.RemoveWorkspace(ctx, id, executor.Caller{})
+}
+
+func (l local) PutFile(ctx context.Context, id, p string, mode fs.FileMode, content io.Reader) error {
+	return l.Executor.PutFile(ctx, id, p, mode, content, executor.Caller{})
+}
+
+func (l local) PutArchive(ctx context.Context, id, dir string, archive io.Reader) error {
+	return l.Executor.PutArchive(ctx, id, dir, archive, executor.Caller{})
+}
+
+func (l local) OpenFile(ctx context.Context, id, p string) (io.ReadCloser, executor.FileInfo, error) {
+	return l.Executor.OpenFile(ctx, id, p, executor.Caller{})
+}
+
+func (l local) OpenArchive(ctx context.Context, id, dir string) (io.ReadCloser, error) {
+	return l.Executor.OpenArchive(ctx, id, dir, executor.Caller{})
+}
+
+func (l local) ListFiles(ctx context.Context, id, dir string) (executor.FileList, error) {
+	return l.Executor.ListFiles(ctx, id, dir, executor.Caller{})
+}
+
+func (l local) RemoveFile(ctx context.Context, id, p string) error {
+	return l.Executor.RemoveFile(ctx, id, p, executor.Caller{})
 }
 
 // remote is an airlock server, as the tenant of $AIRLOCK_TOKEN.
@@ -77,6 +132,12 @@ func openBackend(serverURL string, pol *policy.Policy) (backend, error) {
 	// A job command answers for the data dir while it runs: it adopts the jobs
 	// nobody watches and clears what crashed processes left.
 	if err := reconcile(ex); err != nil {
+		ex.Close()
+		return nil, err
+	}
+	// It also removes the workspaces whose ttl has passed (a server does so
+	// periodically); one a run still uses stays.
+	if _, err := ex.ReapWorkspaces(context.Background()); err != nil {
 		ex.Close()
 		return nil, err
 	}

@@ -33,6 +33,10 @@ Usage:
   airlock wait ID                        wait for a job; exit with its exit code
   airlock rm ID... | --older-than D      delete ended jobs' records and logs
   airlock check [flags] -- 'CMD'         judge a command with the policy; runs nothing
+  airlock workspace create|ls|rm|put|get|ls-files
+                                         workspaces: the user's files, kept across runs
+  airlock run --workspace-from DIR [--copy-back PATH]... -- CMD
+                                         CI in one line: DIR's files in, CMD, PATHs back
   airlock serve [--listen ADDR ...]      the HTTP API and /mcp (airlock serve -h)
   airlock mcp                            the MCP tools over stdio, for an agent
   airlock images build [NAME...]         build the sandbox images (offline)
@@ -43,7 +47,7 @@ Run 'airlock run -h' for the run flags (start takes the same). Background jobs
 live in $AIRLOCK_DATA (default ~/.local/share/airlock): any airlock command sees
 every job, and jobs outlive the airlock process that started them.
 
-run, start, ps, logs, kill, wait, rm and check act through an airlock server
+run, start, ps, logs, kill, wait, rm, check and workspace act through an airlock server
 instead of the local engine with --server URL (or $AIRLOCK_SERVER), as the
 tenant of the token in $AIRLOCK_TOKEN; the server's policy and ceilings apply.
 `
@@ -69,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		code, err = runCmd(ctx, args[1:], stdout, stderr)
+	case "workspace":
+		err = workspaceCmd(ctx, args[1:], stdout, stderr)
 	case "start":
 		code, err = startCmd(ctx, args[1:], stdout, stderr)
 	case "ps":

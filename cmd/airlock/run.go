@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,6 +28,26 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	defer b.Close()
 
+	var root *os.Root
+	if f.workspaceFrom != "" {
+		if root, err = os.OpenRoot(f.workspaceFrom); err != nil {
+			return 0, fmt.Errorf("--workspace-from: %w", err)
+		}
+		defer root.Close()
+		id, err := workspaceFrom(ctx, b, f.workspaceFrom, f.workspaceSize, stderr)
+		if id != "" {
+			defer func() {
+				if err := b.RemoveWorkspace(context.WithoutCancel(ctx), id); err != nil {
+					fmt.Fprintf(stderr, "airlock: remove workspace %s: %v\n", id, err)
+				}
+			}()
+		}
+		if err != nil {
+			return 0, err
+		}
+		f.spec.Workspace = id
+	}
+
 	live, liveErr := stdout, stderr
 	if f.asJSON {
 		live, liveErr = nil, nil
@@ -35,6 +56,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil && res.ID == "" {
 		return 0, err // nothing ran: an invalid spec, or no answer from the engine or the server
 	}
+	copied := true
+	for _, p := range f.copyBack {
+		if err := copyBack(context.WithoutCancel(ctx), b, f.spec.Workspace, root, p); err != nil {
+			fmt.Fprintf(stderr, "airlock: --copy-back %s: %v\n", p, err)
+			copied = false
+		}
+	}
 	if f.asJSON {
 		if err := printJSON(stdout, res); err != nil {
 			return 0, err
@@ -42,7 +70,25 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	} else {
 		explain(stderr, res)
 	}
+	if !copied && res.ExitCode == 0 {
+		return exitUsage, nil // the command passed, but its outputs did not come back
+	}
 	return res.ExitCode, nil
+}
+
+// workspaceFrom creates a workspace of size (0: the default) and uploads the
+// host directory dir into it. A returned id must be removed even with an error.
+func workspaceFrom(ctx context.Context, b backend, dir string, size int64, warn io.Writer) (string, error) {
+	w, err := b.CreateWorkspace(ctx, executor.WorkspaceSpec{Size: size, Labels: map[string]string{"airlock.from": "run --workspace-from"}})
+	if err != nil {
+		return "", fmt.Errorf("--workspace-from: %w", err)
+	}
+	archive := packDir(dir, warn)
+	defer archive.Close()
+	if err := b.PutArchive(ctx, w.ID, ".", archive); err != nil {
+		return w.ID, fmt.Errorf("--workspace-from %s: %w", dir, err)
+	}
+	return w.ID, nil
 }
 
 // explain prints what a person at a terminal would otherwise have to guess: why
@@ -62,6 +108,11 @@ type runFlags struct {
 	asJSON bool
 	policy *policy.Policy // nil unless --policy or --policy-mode: the default
 	server string
+	// workspaceFrom is a host directory copied into a fresh workspace for the
+	// run, removed after it; copyBack are paths brought back into it.
+	workspaceFrom string
+	workspaceSize int64
+	copyBack      []string
 }
 
 // parseRunFlags turns the command line of `airlock run` or `airlock start` into a
@@ -103,11 +154,33 @@ func parseRunFlags(cmd string, args []string, stderr io.Writer) (f runFlags, err
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON instead of streaming the output")
 	fs.StringVar(&policyFile, "policy", "", "policy file (JSON), as for airlock check")
 	fs.StringVar(&policyMode, "policy-mode", "", "policy mode: off, standard or strict (default standard)")
+	fs.StringVar(&spec.Workspace, "workspace", "", "id of a workspace to mount at /workspace (airlock workspace create)")
+	var workspaceSize string
+	var copyBack listFlag
+	if cmd == "run" {
+		fs.StringVar(&f.workspaceFrom, "workspace-from", "", "copy this host directory into a fresh workspace for the run, and remove it after")
+		fs.StringVar(&workspaceSize, "workspace-size", "", "size of the --workspace-from workspace, e.g. 1g (default 256m)")
+		fs.Var(&copyBack, "copy-back", "with --workspace-from: after the run, copy this path of the workspace back into the directory (repeatable)")
+	}
 	server := serverFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, errReported
 	}
-	f.server = *server
+	f.server, f.copyBack = *server, copyBack
+	if f.workspaceSize, err = parseBytes("workspace-size", workspaceSize); err != nil {
+		return f, err
+	}
+	switch {
+	case f.workspaceFrom != "" && spec.Workspace != "":
+		return f, fmt.Errorf("--workspace-from makes a workspace of its own: drop --workspace")
+	case f.workspaceFrom == "" && (len(f.copyBack) > 0 || workspaceSize != ""):
+		return f, fmt.Errorf("--copy-back and --workspace-size go with --workspace-from DIR")
+	}
+	for _, p := range f.copyBack {
+		if _, err := hostPath(filepath.ToSlash(p)); err != nil {
+			return f, fmt.Errorf("--copy-back %s: %w", p, err)
+		}
+	}
 	if policyFile != "" || policyMode != "" {
 		if f.policy, err = loadPolicy(policyFile, policyMode); err != nil {
 			return f, err
@@ -197,6 +270,12 @@ func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage stri
 	})
 	return &d
 }
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (f *listFlag) String() string     { return strings.Join(*f, ",") }
+func (f *listFlag) Set(v string) error { *f = append(*f, v); return nil }
 
 // kvFlag collects repeated K=V flags.
 type kvFlag map[string]string
