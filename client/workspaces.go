@@ -119,4 +119,3 @@ func (c *Client) RemoveFile(ctx context.Context, id, p string) error {
 func isJSON(resp *http.Response) bool {
 	return strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json")
 }
-
