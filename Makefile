@@ -47,8 +47,9 @@ server-image: build ## build the server image (FROM scratch: bin/airlock and bin
 compose-up: server-image ## run the server with docker-compose (set AIRLOCK_TOKEN; AIRLOCK_PORT, default 8080)
 	docker-compose up -d --build
 
-images: build ## build the sandbox images, offline and without cache (installs Debian's busybox-static if missing)
+images: build ## build the sandbox images (minimal, debian), offline; each only when its recipe changed (installs busybox-static and debootstrap if missing)
 	.ci/install-busybox
+	.ci/install-debootstrap
 	$(BIN) images build
 
 test: images ## vet, then unit and integration tests against the real engine; fails on leaked containers

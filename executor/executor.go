@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -241,11 +240,10 @@ func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ..
 // build builds r unless the engine holds an image of the same build context, and
 // removes the image it replaces, so that rebuilds leave no dangling images.
 func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Writer) error {
-	bc, err := r.Context()
+	digest, err := r.Key()
 	if err != nil {
 		return fmt.Errorf("build image %q: %w", r.Ref, err)
 	}
-	digest := fmt.Sprintf("sha256:%x", sha256.Sum256(bc))
 	old, found, err := e.eng.InspectImage(ctx, r.Ref)
 	if err != nil {
 		return e.engineErr(fmt.Sprintf("inspect image %q", r.Ref), err)
@@ -259,6 +257,10 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 		why = "image recipe changed, rebuilding it"
 	}
 	e.cfg.Logger.Info(why, "image", r.Ref, "recipe", digest[:19])
+	bc, err := r.Context()
+	if err != nil {
+		return fmt.Errorf("build image %q: %w", r.Ref, err)
+	}
 	labels := map[string]string{images.Label: r.Name, images.DigestLabel: digest}
 	if err := e.eng.BuildImage(ctx, r.Ref, bytes.NewReader(bc), labels, progress); err != nil {
 		return e.engineErr(fmt.Sprintf("build image %q", r.Ref), err)

@@ -848,12 +848,30 @@ func TestBuildImagesSkipsAnUpToDateImage(t *testing.T) {
 			f := newFakeEngine()
 			f.ImageMissing, f.ImageDigest = !tt.found, tt.digest
 			e := newFakeExecutor(t, f, nil)
-			if err := e.BuildImages(t.Context(), io.Discard); err != nil {
+			if err := e.BuildImages(t.Context(), io.Discard, "minimal"); err != nil {
 				t.Fatal(err)
 			}
 			if got := f.Methods(); !slices.Equal(got, tt.wantCalls) {
 				t.Errorf("engine calls = %q, want %q", got, tt.wantCalls)
 			}
 		})
+	}
+}
+
+// An airlock/debian built from the same recipe is up to date without a
+// debootstrap: its key is the recipe's, not its build context's.
+func TestBuildImagesDebianUpToDateByRecipe(t *testing.T) {
+	key, err := images.Debian.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeEngine()
+	f.ImageDigest = key
+	e := newFakeExecutor(t, f, nil)
+	if err := e.BuildImages(t.Context(), io.Discard, "debian"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Methods(); !slices.Equal(got, []string{"inspectImage"}) {
+		t.Errorf("engine calls = %q, want only the inspection", got)
 	}
 }

@@ -3,6 +3,7 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
 	"debug/elf"
 	"embed"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 	"time"
 )
 
-//go:embed minimal
+//go:embed minimal debian
 var recipes embed.FS
 
 // Labels on every image airlock builds.
@@ -31,8 +32,12 @@ type Recipe struct {
 // Minimal is FROM scratch plus a static busybox.
 var Minimal = Recipe{Name: "minimal", Ref: "airlock/minimal"}
 
+// Debian is a toolchain for users' projects (python3 and pytest, git, make,
+// the GNU userland), debootstrapped from Debian's archive: see debian.go.
+var Debian = Recipe{Name: "debian", Ref: "airlock/debian"}
+
 // All lists every recipe, in build order.
-func All() []Recipe { return []Recipe{Minimal} }
+func All() []Recipe { return []Recipe{Minimal, Debian} }
 
 // Lookup finds the recipe that builds ref ("airlock/minimal" or "airlock/minimal:latest").
 func Lookup(ref string) (Recipe, bool) {
@@ -49,11 +54,34 @@ func Lookup(ref string) (Recipe, bool) {
 // busybox-static installs /bin/busybox). AIRLOCK_BUSYBOX, when set, comes first.
 var BusyboxPaths = []string{"/bin/busybox", "/usr/bin/busybox"}
 
-// Context returns the recipe's build context as a tar archive. The same recipe on
-// the same host gives the same bytes. It needs a static busybox on the host and
-// no registry: without one it fails, saying how to get one.
+// Key identifies what the recipe builds: an image labelled with the same key
+// (DigestLabel) needs no rebuild. airlock/minimal's is the digest of its build
+// context, which is cheap to make and the same bytes on the same host;
+// airlock/debian's is the digest of its recipe (suite, mirror, packages,
+// Dockerfile), since debootstrap takes minutes and its output differs each time.
+func (r Recipe) Key() (string, error) {
+	switch r.Name {
+	case Minimal.Name:
+		bc, err := r.Context()
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("sha256:%x", sha256.Sum256(bc)), nil
+	case Debian.Name:
+		return debianKey()
+	}
+	return "", fmt.Errorf("image recipe %q: unknown", r.Name)
+}
+
+// Context returns the recipe's build context as a tar archive, made with no
+// registry: airlock/minimal's from the host's static busybox (without one it
+// fails, saying how to get one), airlock/debian's with debootstrap.
 func (r Recipe) Context() ([]byte, error) {
-	if r.Name != Minimal.Name {
+	switch r.Name {
+	case Minimal.Name:
+	case Debian.Name:
+		return debianContext()
+	default:
 		return nil, fmt.Errorf("image recipe %q: unknown", r.Name)
 	}
 	busybox, err := StaticBusybox()

@@ -8,6 +8,23 @@ import (
 	"testing"
 )
 
+func TestDebianKey(t *testing.T) {
+	a, err := Debian.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := Debian.Key(); a != b || !strings.HasPrefix(a, "sha256:") {
+		t.Errorf("key not stable: %s, %s", a, b)
+	}
+	t.Setenv("AIRLOCK_DEBIAN_MIRROR", "http://mirror.example/debian")
+	if c, _ := Debian.Key(); c == a {
+		t.Error("the key ignores the mirror")
+	}
+	if r, ok := Lookup("airlock/debian"); !ok || r != Debian {
+		t.Errorf("Lookup(airlock/debian) = %v %v", r, ok)
+	}
+}
+
 func TestLookup(t *testing.T) {
 	for _, ref := range []string{"airlock/minimal", "airlock/minimal:latest", "minimal"} {
 		if r, ok := Lookup(ref); !ok || r != Minimal {

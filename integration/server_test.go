@@ -64,9 +64,13 @@ func TestServer(t *testing.T) {
 		})
 		t.Run("tenant isolation", func(t *testing.T) { t.Parallel(); testServerIsolation(t, s) })
 		t.Run("mcp", func(t *testing.T) { t.Parallel(); testServerMCP(t, s) })
+		t.Run("workspace loop http", func(t *testing.T) { t.Parallel(); testServerWorkspaceLoopHTTP(t, s) })
+		t.Run("workspace loop mcp", func(t *testing.T) { t.Parallel(); testServerWorkspaceLoopMCP(t, s) })
 	})
+	kept := testServerWorkspaceBeforeRestart(t, s)
 	// The restart stops the server: nothing else may be in flight.
 	t.Run("restart keeps background jobs", func(t *testing.T) { testServerRestart(t, s, lifecycleJobs) })
+	t.Run("restart keeps workspaces", func(t *testing.T) { testServerWorkspaceAfterRestart(t, s, kept) })
 }
 
 // startServer starts the server as airlock's testcontainers module does (the

@@ -465,3 +465,17 @@ func TestWorkspaceUnderGVisor(t *testing.T) {
 		t.Errorf("out.txt = %q", got)
 	}
 }
+
+// airlock/debian, built offline by `make images`, has the toolchain a
+// project's tests need, and runs as nobody on a read-only root.
+func TestDebianImageToolchain(t *testing.T) {
+	res, err := ex.Run(context.Background(), executor.Spec{Image: "airlock/debian", Timeout: 60,
+		Command: "python3 -m pytest --version && git --version && make --version && diff --version && patch --version && " +
+			"id -u && ! touch /usr/bin/x 2>/dev/null && ls /etc/ssl/certs/ca-certificates.crt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "pytest ") || !strings.Contains(res.Stdout, "\n65534\n") {
+		t.Errorf("airlock/debian: exit %d\n%s\n%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
