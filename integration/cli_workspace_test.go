@@ -1,0 +1,122 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeTree writes files (relative path: content) under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The CI line: a checkout's files in, `make test` on them, the reports back,
+// the command's exit code out, and no workspace left behind.
+func TestCLIWorkspaceFromAndCopyBack(t *testing.T) {
+	dir := t.TempDir()
+	project := map[string]string{
+		"Makefile": "test:\n\tmkdir -p reports\n\tpython3 -m pytest -q -p no:cacheprovider --junitxml=reports/junit.xml\n",
+	}
+	for k, v := range pythonProject {
+		project[k] = v
+	}
+	writeTree(t, dir, project)
+	before := managedVolumes(t.Context())
+
+	stdout, stderr, code := airlock(t, "", "run", "--image", "airlock/debian", "--workspace-from", dir,
+		"--copy-back", "reports", "--copy-back", "calc.py", "--", "make test")
+	if code != 2 || !strings.Contains(stdout, "1 failed, 1 passed") { // make exits 2 when a recipe fails
+		t.Fatalf("failing tests: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "reports", "junit.xml"))
+	if err != nil || !strings.Contains(string(report), `failures="1"`) {
+		t.Errorf("the report did not come back: %v %s", err, report)
+	}
+
+	writeTree(t, dir, map[string]string{"calc.py": fixedCalc})
+	stdout, stderr, code = airlock(t, "", "run", "--image", "airlock/debian", "--workspace-from", dir, "--copy-back", "reports", "--", "make test")
+	if code != 0 || !strings.Contains(stdout, "2 passed") {
+		t.Fatalf("fixed: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if report, _ := os.ReadFile(filepath.Join(dir, "reports", "junit.xml")); !strings.Contains(string(report), `failures="0"`) {
+		t.Errorf("the new report did not replace the old: %s", report)
+	}
+	if after := managedVolumes(t.Context()); len(after) != len(before) {
+		t.Errorf("workspaces left: before %v, after %v", before, after)
+	}
+}
+
+// --copy-back refuses what would land outside the directory, before anything runs;
+// a link the run planted is not followed on the way back.
+func TestCLICopyBackRefusesEscapes(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a"})
+	for _, p := range []string{"../outside", "/etc/passwd", "a/../../x"} {
+		if _, stderr, code := airlock(t, "", "run", "--workspace-from", dir, "--copy-back", p, "--", "true"); code != 125 || !strings.Contains(stderr, "outside") {
+			t.Errorf("--copy-back %s: exit %d: %s", p, code, stderr)
+		}
+	}
+	_, stderr, code := airlock(t, "", "run", "--workspace-from", dir, "--copy-back", "out",
+		"--", "mkdir out && ln -s /etc/passwd out/pw && ln -s ../../../../etc out/up")
+	if code != 125 || !strings.Contains(stderr, "outside") {
+		t.Errorf("links out: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "out", "pw")); err == nil {
+		t.Errorf("a link to /etc/passwd landed in the directory")
+	}
+}
+
+// The workspace subcommands, end to end through the local engine.
+func TestCLIWorkspaceCommands(t *testing.T) {
+	id, stderr, code := airlock(t, "", "workspace", "create", "--size", "8m", "--label", "who=cli")
+	id = strings.TrimSpace(id)
+	if code != 0 || !strings.HasPrefix(id, "ws_") {
+		t.Fatalf("create: %d %q %s", code, id, stderr)
+	}
+	defer airlock(t, "", "workspace", "rm", id)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"src/main.sh": "echo hi\n", "README": "read me"})
+	if _, stderr, code := airlock(t, "", "workspace", "put", id, filepath.Join(dir, "src"), "app"); code != 0 {
+		t.Fatalf("put dir: %s", stderr)
+	}
+	if _, stderr, code := airlock(t, "data", "workspace", "put", id, "-", "notes/data.txt"); code != 0 {
+		t.Fatalf("put stdin: %s", stderr)
+	}
+	out, stderr, code := airlock(t, "", "run", "--workspace", id, "--", "sh app/main.sh; cat notes/data.txt")
+	if code != 0 || out != "hi\ndata" {
+		t.Fatalf("run: %d %q %s", code, out, stderr)
+	}
+	if out, _, _ := airlock(t, "", "workspace", "ls-files", id); !strings.Contains(out, "dir") || !strings.Contains(out, "app") || !strings.Contains(out, "notes") {
+		t.Errorf("ls-files: %s", out)
+	}
+	if out, _, _ := airlock(t, "", "workspace", "get", id, "notes/data.txt", "-"); out != "data" {
+		t.Errorf("get -: %q", out)
+	}
+	back := filepath.Join(t.TempDir(), "back")
+	if _, stderr, code := airlock(t, "", "workspace", "get", id, "app", back); code != 0 {
+		t.Fatalf("get dir: %s", stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(back, "main.sh")); string(b) != "echo hi\n" {
+		t.Errorf("got back %q", b)
+	}
+	if out, _, _ := airlock(t, "", "workspace", "ls"); !strings.Contains(out, id) {
+		t.Errorf("ls: %s", out)
+	}
+	if _, stderr, code := airlock(t, "", "workspace", "rm", id); code != 0 {
+		t.Errorf("rm: %s", stderr)
+	}
+	if _, stderr, code := airlock(t, "", "workspace", "get", id, "notes/data.txt", "-"); code == 0 || !strings.Contains(stderr, "no such workspace") {
+		t.Errorf("get after rm: %d %s", code, stderr)
+	}
+}
