@@ -66,6 +66,8 @@ type Result struct {
 	Runtime     string            `json:"runtime,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Workspace   string            `json:"workspace,omitempty"`
+	// Tests summarises the run's JUnit reports (Spec.Report).
+	Tests *TestReport `json:"tests,omitempty"`
 	// Tenant is the owner a server recorded for the run (see Spec.Tenant).
 	Tenant string `json:"tenant,omitempty"`
 }

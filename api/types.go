@@ -47,6 +47,9 @@ type Spec struct {
 	// Workspace, when set, is the id of a workspace mounted read-write at
 	// /workspace (in place of its tmpfs): the files stay after the run.
 	Workspace string `json:"workspace,omitempty" jsonschema:"id of a workspace (ws_...) to mount read-write at /workspace; its files outlive the run"`
+	// Report names the JUnit XML files the run writes in its workspace
+	// ("junit:reports/*.xml"); the Result then carries their summary in Tests.
+	Report string `json:"report,omitempty" jsonschema:"JUnit XML reports the command writes in its workspace, as junit:GLOB (e.g. junit:reports/*.xml); the result then has tests: passed, failed, and each failure's name and message"`
 }
 
 // Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.

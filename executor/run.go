@@ -88,7 +88,11 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		}
 		return failedResult(res, err)
 	}
-	return e.supervise(ctx, sb, s, res, o)
+	res, err = e.supervise(ctx, sb, s, res, o)
+	if err == nil && s.Report != "" {
+		res.Tests = e.testReport(context.WithoutCancel(ctx), s, a.caller)
+	}
+	return res, err
 }
 
 // sandbox is a started container whose streams airlock holds.

@@ -96,6 +96,17 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 	if s.Workspace != "" && !workspaceIDPattern.MatchString(s.Workspace) {
 		return bad("workspace", "%q is not a workspace id (ws_ and 24 hex digits)", s.Workspace)
 	}
+	if s.Report != "" {
+		if s.Workspace == "" {
+			return bad("report", "is read from the run's workspace after it ends: give workspace too")
+		}
+		if background {
+			return bad("report", "is read when a run ends; a background job has none (read its files in the workspace)")
+		}
+		if _, _, err := parseReport(s.Report); err != nil {
+			return Spec{}, err
+		}
+	}
 
 	if s.User == "" {
 		s.User = c.DefaultUser

@@ -54,13 +54,19 @@ func testServerWorkspaceLoopHTTP(t *testing.T, s *airlockServer) {
 	if err := c.PutArchive(ctx, w.ID, "", bytes.NewReader(projectArchive(t, pythonProject))); err != nil {
 		t.Fatal(err)
 	}
-	spec := api.Spec{Command: pytestCommand, Image: "airlock/debian", Workspace: w.ID, Timeout: 120}
+	spec := api.Spec{Command: pytestCommand, Image: "airlock/debian", Workspace: w.ID, Timeout: 120, Report: "junit:reports/*.xml"}
 	res, err := c.Run(ctx, spec, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.ExitCode != 1 || !strings.Contains(res.Stdout, "1 failed, 1 passed") || !strings.Contains(res.Stdout, "assert -1 == 5") {
 		t.Fatalf("first run: exit %d\n%s\n%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	// The report says the same, for an agent to read without parsing pytest.
+	if tr := res.Tests; tr == nil || tr.Passed != 1 || tr.Failed != 1 || len(tr.Failures) != 1 ||
+		!strings.Contains(tr.Failures[0].Name, "test_add") || !strings.Contains(tr.Failures[0].Message, "assert -1 == 5") ||
+		len(tr.Files) != 1 || tr.Files[0] != "reports/junit.xml" {
+		t.Errorf("tests = %+v", res.Tests)
 	}
 	if res.Workspace != w.ID {
 		t.Errorf("result's workspace = %q", res.Workspace)
@@ -70,6 +76,15 @@ func testServerWorkspaceLoopHTTP(t *testing.T, s *airlockServer) {
 	}
 	if res, err = c.Run(ctx, spec, nil, nil); err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "2 passed") {
 		t.Fatalf("second run: %v exit %d\n%s\n%s", err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if tr := res.Tests; tr == nil || tr.Passed != 2 || tr.Failed != 0 {
+		t.Errorf("tests after the fix = %+v", res.Tests)
+	}
+	// A report that is not there is said so; the run's result stands.
+	missing := spec
+	missing.Report = "junit:nowhere/*.xml"
+	if res, err = c.Run(ctx, missing, nil, nil); err != nil || res.ExitCode != 0 || res.Tests == nil || !strings.Contains(res.Tests.Error, "no file matched") {
+		t.Errorf("missing report: %v %+v", err, res.Tests)
 	}
 	rc, _, err := c.OpenFile(ctx, w.ID, "reports/junit.xml")
 	if err != nil {
@@ -123,10 +138,10 @@ func testServerWorkspaceLoopMCP(t *testing.T, s *airlockServer) {
 			t.Fatalf("write_file %s: %s", name, toolText(res))
 		}
 	}
-	run := map[string]any{"command": pytestCommand, "image": "airlock/debian", "workspace": w.ID, "timeout": 120}
+	run := map[string]any{"command": pytestCommand, "image": "airlock/debian", "workspace": w.ID, "timeout": 120, "report": "junit:reports/*.xml"}
 	var r api.Result
 	res := callTool(t, session, "run", run, &r)
-	if r.ExitCode != 1 || !strings.Contains(toolText(res), "1 failed") {
+	if r.ExitCode != 1 || !strings.Contains(toolText(res), "tests: 1 passed, 1 failed") || !strings.Contains(toolText(res), "FAIL ") {
 		t.Fatalf("first run: exit %d: %s", r.ExitCode, toolText(res))
 	}
 	callTool(t, session, "write_file", map[string]any{"workspace": w.ID, "path": "calc.py", "content": fixedCalc}, nil)

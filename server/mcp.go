@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/junit"
 )
 
 // The MCP tools mirror the HTTP routes, with the same field names: an agent that
@@ -307,6 +308,9 @@ func summarize(r executor.Result) string {
 		b.WriteString("process " + r.ID + " ")
 	}
 	b.WriteString(r.Outcome())
+	if r.Tests != nil {
+		b.WriteString("\n" + junit.Text(*r.Tests))
+	}
 	for _, s := range []struct {
 		name, tail string
 		bytes      int64

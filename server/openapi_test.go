@@ -151,6 +151,8 @@ func TestOpenAPISchemas(t *testing.T) {
 		"WorkspaceList": api.WorkspaceList{},
 		"FileInfo":      api.FileInfo{},
 		"FileList":      api.FileList{},
+		"TestReport":    api.TestReport{},
+		"TestFailure":   api.TestFailure{},
 	} {
 		checkFields(t, name, schemas[name], fieldNames(reflect.TypeOf(v)))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/junit"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -97,6 +98,9 @@ func explain(w io.Writer, r executor.Result) {
 	if r.State != executor.StateCompleted || r.OOMKilled {
 		fmt.Fprintf(w, "airlock: %s\n", r.Outcome())
 	}
+	if r.Tests != nil {
+		fmt.Fprintf(w, "airlock: %s\n", strings.ReplaceAll(junit.Text(*r.Tests), "\n", "\nairlock: "))
+	}
 	if r.StdoutTruncated || r.StderrTruncated {
 		fmt.Fprintf(w, "airlock: output over --max-output was not kept in the result (stdout %d bytes, stderr %d bytes)\n", r.StdoutBytes, r.StderrBytes)
 	}
@@ -155,6 +159,9 @@ func parseRunFlags(cmd string, args []string, stderr io.Writer) (f runFlags, err
 	fs.StringVar(&policyFile, "policy", "", "policy file (JSON), as for airlock check")
 	fs.StringVar(&policyMode, "policy-mode", "", "policy mode: off, standard or strict (default standard)")
 	fs.StringVar(&spec.Workspace, "workspace", "", "id of a workspace to mount at /workspace (airlock workspace create)")
+	if cmd == "run" {
+		fs.StringVar(&spec.Report, "report", "", "JUnit XML reports the command writes in the workspace, e.g. junit:reports/*.xml: their summary is printed")
+	}
 	var workspaceSize string
 	var copyBack listFlag
 	if cmd == "run" {
