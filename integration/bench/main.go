@@ -2,8 +2,9 @@
 // of `echo hi` through executor.Run, through `docker run --rm` with the same
 // container settings, and through the bare Docker API (the floor); the throughput
 // of executor.Run at concurrency 1 and 8; with 200 background jobs running, the
-// latency of Get and List against the engine's own inspect and list; and how
-// exactly a background job's output is counted when it floods.
+// latency of Get and List against the engine's own inspect and list; workspace
+// uploads and downloads against docker cp, and a run on a workspace against one
+// without; and how exactly a background job's output is counted when it floods.
 //
 // It prints figures only and asserts nothing about timing. Every container it makes
 // is removed, also on error and on Ctrl-C.
@@ -48,7 +49,11 @@ var (
 	duration = flag.Duration("d", 10*time.Second, "how long to run each concurrency level of the throughput test")
 	fixed    = flag.Int("runs", 0, "if set, run this many runs per concurrency level instead of for -d")
 	image    = flag.String("image", "airlock/minimal", "sandbox image, present in the engine")
+	only     = flag.String("only", "", "measure one part only: latency, http, background, workspaces or floods")
 )
+
+// want reports whether the part is measured in this run (-only).
+func want(part string) bool { return *only == "" || *only == part }
 
 func main() {
 	flag.Parse()
@@ -124,6 +129,27 @@ func run(ctx context.Context) (err error) {
 	fmt.Fprintf(w, "image\t%s\n\n", *image)
 	w.Flush()
 
+	if want("latency") {
+		if err := b.latency(ctx, w); err != nil {
+			return err
+		}
+	}
+	for _, part := range []struct {
+		name    string
+		measure func(context.Context, *tabwriter.Writer) error
+	}{{"http", b.httpOverhead}, {"background", b.background}, {"workspaces", b.workspaces}, {"floods", floods}} {
+		if want(part.name) {
+			if err := part.measure(ctx, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// latency measures `echo hi` through the executor, docker run and the bare
+// API, and the executor's throughput at concurrency 1 and 8.
+func (b *bench) latency(ctx context.Context, w *tabwriter.Writer) error {
 	methods := []method{
 		{"executor.Run", b.viaExecutor},
 		{"docker run --rm", b.viaDockerRun},
@@ -166,14 +192,7 @@ func run(ctx context.Context) (err error) {
 		fmt.Fprintf(w, "%d\t%d\t%.2f\t%.2f\n", c, runs, secs, rate[i])
 	}
 	fmt.Fprintf(w, "c8 / c1\t\t\t%.2fx\n", rate[1]/rate[0])
-	w.Flush()
-	if err := b.httpOverhead(ctx, w); err != nil {
-		return err
-	}
-	if err := b.background(ctx, w); err != nil {
-		return err
-	}
-	return floods(ctx, w)
+	return w.Flush()
 }
 
 // summary is the distribution of one method's latencies.
