@@ -91,7 +91,7 @@ func exerciseMCPClient(t *testing.T, c *mcpgo.Client) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if strings.Join(names, " ") != "check kill list logs monitor run start wait" {
+	if strings.Join(names, " ") != "check create_workspace delete_workspace kill list list_files logs monitor read_file run start wait write_file" {
 		t.Fatalf("tools %v", names)
 	}
 	callTool := func(name string, args map[string]any, out any) string {

@@ -299,7 +299,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatalf("connect: %v\n%s", err, stderr.String())
 	}
 	tools, err := cs.ListTools(t.Context(), nil)
-	if err != nil || len(tools.Tools) != 8 {
+	if err != nil || len(tools.Tools) != 13 {
 		t.Fatalf("tools: %v %v", tools, err)
 	}
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"argv": []string{"echo", "hi from mcp"}}})
