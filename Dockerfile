@@ -1,10 +1,11 @@
 # The airlock server image: `airlock serve` (HTTP API and /mcp) in a FROM scratch
 # image, built offline. The build context is prepared on the host (`make
-# server-image`): bin/airlock, a static binary (CGO_ENABLED=0), and bin/busybox,
+# server-image`): bin/airlock, a static binary (CGO_ENABLED=0), bin/airlock-init,
+# airlock's init (PID 1 of every sandbox it starts, found beside /airlock), and bin/busybox,
 # a copy of the host's static busybox (Debian's busybox-static), from which the
 # server builds the sandbox image airlock/minimal itself when the engine lacks
 # it. Nothing is pulled: scratch is no image, and .dockerignore admits only
-# those two files.
+# those three files.
 FROM scratch
 
 LABEL io.airlock.component=server \
@@ -12,6 +13,7 @@ LABEL io.airlock.component=server \
       org.opencontainers.image.description="runs untrusted shell commands in throw-away containers over HTTP and MCP"
 
 COPY bin/airlock /airlock
+COPY bin/airlock-init /airlock-init
 COPY bin/busybox /bin/busybox
 
 # WORKDIR creates the directories a scratch image cannot mkdir. /data holds the

@@ -28,8 +28,9 @@ SERVER_IMAGE ?= airlock/server:local
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/airlock, a static binary
+build: ## build bin/airlock and bin/airlock-init (the sandboxes' PID 1, found beside it), static binaries
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/airlock
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/airlock-init ./cmd/airlock-init
 
 probe: ## build bin/airlock-probe, the static in-sandbox probe of the kernel surface
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(PROBE) ./integration/probe

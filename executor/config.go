@@ -64,6 +64,11 @@ type Config struct {
 	// host's memory (docs/DESIGN.md, "Workspaces").
 	WorkspaceSize    int64
 	MaxWorkspaceSize int64
+	// InitPath is airlock's init (cmd/airlock-init), PID 1 of every
+	// foreground run: exact output, resource usage and OOM kills measured inside
+	// the sandbox, the deadline kept there. Empty: the engine's init, and the
+	// engine's samples. DefaultConfig finds it with InitBinary.
+	InitPath string
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
@@ -109,6 +114,7 @@ func DefaultConfig() Config {
 		MaxArgBytes:          1 << 20,
 		MaxStdin:             16 << 20,
 		Pull:                 PullMissing, // the library's and the CLI's; a server's default is never
+		InitPath:             InitBinary(),
 		WorkspaceSize:        256 << 20,
 		MaxWorkspaceSize:     2 << 30,
 		Policy:               policy.Default(),

@@ -136,12 +136,16 @@ func (d *dockerEngine) ListImages(ctx context.Context) ([]Image, error) {
 
 func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, error) {
 	tmpfsOpts := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,mode=1777", p.TmpfsSize, tmpfsInodes(p.TmpfsSize))
-	init := true
+	init := p.InitVolume == "" // airlock's own init, or the engine's
+	entrypoint := []string{}   // the image's entrypoint must not wrap the command
+	if p.InitVolume != "" {
+		entrypoint = []string{engine.InitPath}
+	}
 	pids := p.Pids
 	cfg := &container.Config{
 		Image:        p.Image,
 		Cmd:          p.Cmd,
-		Entrypoint:   []string{}, // the image's entrypoint must not wrap the command
+		Entrypoint:   entrypoint,
 		Env:          p.Env,
 		WorkingDir:   p.Workdir,
 		User:         p.User,
@@ -203,10 +207,15 @@ func tmpfsMounts(p containerPlan, opts string) map[string]string {
 // workspaceMounts mounts the plan's workspace volume, if it has one, at /workspace.
 // Its bounds are the volume's own mount options (see workspaceVolumeOpts).
 func workspaceMounts(p containerPlan) []mount.Mount {
-	if p.Workspace == "" {
-		return nil
+	var ms []mount.Mount
+	if p.Workspace != "" {
+		ms = append(ms, mount.Mount{Type: mount.TypeVolume, Source: p.Workspace, Target: "/workspace"})
 	}
-	return []mount.Mount{{Type: mount.TypeVolume, Source: p.Workspace, Target: "/workspace"}}
+	if p.InitVolume != "" {
+		ms = append(ms, mount.Mount{Type: mount.TypeVolume, Source: p.InitVolume, Target: engine.InitDir, ReadOnly: true,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	}
+	return ms
 }
 
 // tmpfsInodes bounds the files a sandbox tmpfs holds: one per page of its size
@@ -494,6 +503,10 @@ func (d *dockerEngine) Exec(ctx context.Context, id, user string, cmd []string, 
 func (d *dockerEngine) CreateVolume(ctx context.Context, name string, opts, labels map[string]string) error {
 	_, err := d.c.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", DriverOpts: opts, Labels: labels})
 	return err
+}
+
+func (d *dockerEngine) CopyTo(ctx context.Context, id, dir string, archive io.Reader) error {
+	return d.c.CopyToContainer(ctx, id, dir, archive, container.CopyToContainerOptions{})
 }
 
 func (d *dockerEngine) RemoveVolume(ctx context.Context, name string) error {

@@ -36,6 +36,9 @@ type Executor struct {
 
 	buildMu sync.Mutex // one image build at a time; others wait for its outcome
 
+	initMu  sync.Mutex
+	initVol string // the volume holding Config.InitPath, once made
+
 	oomWait time.Duration // oomEventWait; shorter in unit tests of a fake engine
 
 	// Background jobs: their records and logs, and the watchers of this process.
@@ -220,7 +223,7 @@ func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ..
 	if len(names) > 0 {
 		todo = todo[:0:0]
 		for _, n := range names {
-			r, ok := images.Lookup(n)
+			r, ok := images.Named(n)
 			if !ok {
 				return fmt.Errorf("image recipe %q: unknown", n)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/internal/initproto"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -75,12 +76,20 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 			return failedResult(res, err)
 		}
 	}
+	// airlock's init runs the command: its request goes on the init's stdin.
+	var err error
+	if plan.InitVolume, err = e.initVolume(ctx); err != nil {
+		return failedResult(res, err)
+	}
+	plan.OpenStdin = plan.OpenStdin || plan.InitVolume != ""
 	sb, err := e.launch(ctx, plan, true)
 	if sb != nil {
 		// Whatever happens from here, the container goes; its removal must not
 		// depend on a context the caller may already have cancelled.
 		defer e.discard(context.WithoutCancel(ctx), sb.containerID)
 		res.ContainerID = sb.containerID
+		sb.init = plan.InitVolume != ""
+		sb.argv = plan.Cmd
 	}
 	if err != nil {
 		if ctx.Err() != nil { // cut short by the caller, not the engine
@@ -98,6 +107,8 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 // sandbox is a started container whose streams airlock holds.
 type sandbox struct {
 	containerID string
+	init        bool // airlock's init is PID 1: it takes the command (argv) on stdin
+	argv        []string
 	att         *attachment
 	exited      chan struct{} // closed when the container has stopped
 	waitErr     error         // set before exited is closed
@@ -219,6 +230,10 @@ func (e *Executor) plan(id string, s Spec) containerPlan {
 	}
 }
 
+// initBackstop is how long past the run's timeout and kill grace the host waits
+// for airlock's init to end the run before it kills the container itself.
+const initBackstop = 5 * time.Second
+
 // outputDrainTimeout bounds how long airlock waits, once the container has
 // stopped, for the engine to deliver the last buffered output.
 const outputDrainTimeout = 10 * time.Second
@@ -231,25 +246,39 @@ const statsDelay = 250 * time.Millisecond
 // the final state once the container has stopped.
 func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Result, o runOptions) (Result, error) {
 	stdout, stderr := newCapture(s.MaxOutput, o.stdout), newCapture(s.MaxOutput, o.stderr)
+	// Under airlock's init its stdout carries both streams, framed, and its report.
+	var framed *initOutput
+	out, errOut := io.Writer(stdout), io.Writer(stderr)
+	if sb.init {
+		framed = newInitOutput(stdout, stderr)
+		out, errOut = framed, &logWriter{e.cfg.Logger, res.ID}
+	}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		if err := sb.att.CopyOutput(stdout, stderr); err != nil {
+		if err := sb.att.CopyOutput(out, errOut); err != nil {
 			e.cfg.Logger.Debug("output stream ended with an error", "id", res.ID, "err", err)
 		}
 	}()
-	if s.Stdin != nil {
+	switch {
+	case sb.init:
+		go sendRequest(sb.att, e.initRequest(s, sb.argv), s.Stdin)
+	case s.Stdin != nil:
 		go func() {
 			io.WriteString(sb.att.Stdin, *s.Stdin) // fails only when the process is gone
 			sb.att.CloseStdin()
 		}()
 	}
 
+	// The engine's samples, where the init does not measure.
 	var usage usageMeter
 	statsCtx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
 	statsDone := make(chan struct{})
 	go func() {
 		defer close(statsDone)
+		if sb.init {
+			return
+		}
 		select {
 		case <-time.After(statsDelay):
 			if err := e.eng.Stats(statsCtx, sb.containerID, usage.add); err != nil {
@@ -259,7 +288,13 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 		}
 	}()
 
-	timer := time.NewTimer(s.Timeout.Duration())
+	// The init keeps the deadline inside the sandbox; the host's timer is the
+	// backstop, for an init that could not.
+	limit := s.Timeout.Duration()
+	if sb.init {
+		limit += e.cfg.KillGrace + initBackstop
+	}
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var timedOut, cancelled bool
 	select {
@@ -281,9 +316,20 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	<-copied
 	stopStats()
 	<-statsDone
+	var report *initproto.Report
+	if framed != nil {
+		var failed string
+		if report, failed = framed.finish(); failed != "" {
+			e.cfg.Logger.Warn("airlock's init", "id", res.ID, "err", failed)
+		}
+	}
 	res.Stdout, res.StdoutTruncated, res.StdoutBytes, res.StdoutTail = stdout.result(s.TailLines)
 	res.Stderr, res.StderrTruncated, res.StderrBytes, res.StderrTail = stderr.result(s.TailLines)
 	res.ResourceUsage = usage.get()
+	if report != nil {
+		res.ResourceUsage = usageOf(report)
+		timedOut = timedOut || report.TimedOut
+	}
 
 	select {
 	case <-sb.exited:
@@ -294,9 +340,15 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	if sb.waitErr != nil {
 		return failedResult(res, e.engineErr("wait for container", sb.waitErr))
 	}
-	st, err := e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled)
+	// With the init's report the OOM kills are the cgroup's own count: no wait
+	// for the engine's flag, no read of the kernel's log.
+	explained := timedOut || cancelled || report != nil && report.OOMKills >= 0
+	st, err := e.finalState(context.WithoutCancel(ctx), sb.containerID, explained)
 	if err != nil {
 		return failedResult(res, e.engineErr("inspect container", err))
+	}
+	if report != nil {
+		applyReport(&st, report)
 	}
 	endResult(&res, st, timedOut, cancelled)
 	if cancelled {

@@ -39,15 +39,27 @@ var Debian = Recipe{Name: "debian", Ref: "airlock/debian"}
 // All lists every recipe, in build order.
 func All() []Recipe { return []Recipe{Minimal, Debian} }
 
-// Lookup finds the recipe that builds ref ("airlock/minimal" or "airlock/minimal:latest").
+// Lookup finds the recipe that builds the image ref ("airlock/minimal" or
+// "airlock/minimal:latest"). A bare name is not ours: "debian" is Docker Hub's.
 func Lookup(ref string) (Recipe, bool) {
 	ref = strings.TrimSuffix(ref, ":latest")
 	for _, r := range All() {
-		if r.Ref == ref || r.Name == ref {
+		if r.Ref == ref {
 			return r, true
 		}
 	}
 	return Recipe{}, false
+}
+
+// Named finds a recipe by its name ("minimal") or its image ref, as `airlock
+// images build` takes them.
+func Named(name string) (Recipe, bool) {
+	for _, r := range All() {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Lookup(name)
 }
 
 // BusyboxPaths are where a static busybox is looked for on the host (Debian's

@@ -25,13 +25,21 @@ func TestDebianKey(t *testing.T) {
 	}
 }
 
+func TestNamed(t *testing.T) {
+	for name, want := range map[string]Recipe{"minimal": Minimal, "debian": Debian, "airlock/debian": Debian} {
+		if r, ok := Named(name); !ok || r != want {
+			t.Errorf("Named(%q) = %v, %v", name, r, ok)
+		}
+	}
+}
+
 func TestLookup(t *testing.T) {
-	for _, ref := range []string{"airlock/minimal", "airlock/minimal:latest", "minimal"} {
+	for _, ref := range []string{"airlock/minimal", "airlock/minimal:latest"} {
 		if r, ok := Lookup(ref); !ok || r != Minimal {
 			t.Errorf("Lookup(%q) = %v, %v", ref, r, ok)
 		}
 	}
-	for _, ref := range []string{"busybox", "airlock/minimal:v2", "python:3"} {
+	for _, ref := range []string{"busybox", "airlock/minimal:v2", "python:3", "minimal", "debian"} {
 		if _, ok := Lookup(ref); ok {
 			t.Errorf("Lookup(%q) found a recipe; only airlock's own images have one", ref)
 		}

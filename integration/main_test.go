@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -42,6 +43,16 @@ func TestMain(m *testing.M) {
 	}
 	defer os.RemoveAll(dataDir)
 	os.Setenv("AIRLOCK_DATA", dataDir)
+	// airlock's init, built as `make build` builds it: PID 1 of every
+	// foreground run of the suite and of the CLI it runs.
+	initBin := filepath.Join(dataDir, "airlock-init")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", initBin, "../cmd/airlock-init")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build airlock-init: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Setenv("AIRLOCK_INIT", initBin)
 	if ex, err = executor.New(); err != nil {
 		fmt.Fprintln(os.Stderr, "integration tests need a Docker engine:", err)
 		os.Exit(1)

@@ -53,12 +53,15 @@ func buildServerImage(ctx context.Context) (string, error) {
 	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
 		return "", err
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=tcairlock",
-		"-o", filepath.Join(dir, "airlock.build"), "./cmd/airlock")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the airlock binary in %s: %v\n%s", root, err, out)
+	// The server and, beside it, airlock's init, which it gives every sandbox.
+	for _, b := range []struct{ out, pkg string }{{"airlock.build", "./cmd/airlock"}, {"airlock-init.build", "./cmd/airlock-init"}} {
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=tcairlock",
+			"-o", filepath.Join(dir, b.out), b.pkg)
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build %s in %s: %v\n%s", b.pkg, root, err, out)
+		}
 	}
 	busybox, err := images.StaticBusybox()
 	if err != nil {
@@ -70,6 +73,7 @@ func buildServerImage(ctx context.Context) (string, error) {
 		{filepath.Join(root, ".dockerignore"), ".dockerignore"},
 		{busybox, "bin/busybox"},
 		{filepath.Join(dir, "airlock.build"), "bin/airlock"},
+		{filepath.Join(dir, "airlock-init.build"), "bin/airlock-init"},
 	} {
 		if err := copyInto(h, f.from, filepath.Join(dir, f.to)); err != nil {
 			return "", err

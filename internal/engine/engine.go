@@ -60,11 +60,20 @@ type Engine interface {
 	// CreateVolume creates a named volume of the local driver with its mount
 	// options (opts: type, device, o) and labels.
 	CreateVolume(ctx context.Context, name string, opts, labels map[string]string) error
+	// CopyTo extracts a tar archive into dir of a container (created or
+	// running); dir must be on one of its volumes when its root is read-only.
+	CopyTo(ctx context.Context, id, dir string, archive io.Reader) error
 	// RemoveVolume deletes a volume; one already gone is not an error.
 	RemoveVolume(ctx context.Context, name string) error
 	// ListVolumes lists the volumes that carry the label (k=v).
 	ListVolumes(ctx context.Context, label string) ([]Volume, error)
 }
+
+// InitDir is where a sandbox sees airlock's init volume, and InitPath the init.
+const (
+	InitDir  = "/.airlock"
+	InitPath = InitDir + "/init"
+)
 
 // Volume is one named volume as the engine lists it.
 type Volume struct {
@@ -125,10 +134,14 @@ type Plan struct {
 	// Workspace, when set, is the volume mounted read-write at /workspace in
 	// place of its tmpfs.
 	Workspace string
-	Network   string
-	Runtime   string
-	OpenStdin bool
-	Labels    map[string]string
+	// InitVolume, when set, holds airlock's init (InitPath), mounted read-only
+	// at InitDir: the init is the container's entrypoint, in place of the
+	// engine's, and reads its command from stdin (internal/initproto).
+	InitVolume string
+	Network    string
+	Runtime    string
+	OpenStdin  bool
+	Labels     map[string]string
 	// LogCap > 0 has the engine keep the container's output on disk, in its
 	// rotating "local" log (see logConfig), for airlock to read back (background
 	// jobs); 0 keeps nothing (foreground runs are attached).

@@ -1,0 +1,249 @@
+// Command airlock-init is PID 1 of every sandbox airlock starts: it reads one
+// command from its stdin (internal/initproto), runs it, frames its stdout and
+// stderr exactly on its own stdout, reaps every process, forwards signals,
+// ends everything at the deadline, and reports how the command ended,
+// measured inside the sandbox: exit status, CPU time, the cgroup's peak memory,
+// I/O bytes and OOM kills. Static (CGO_ENABLED=0), it runs in any image.
+// docs/DESIGN.md, "The init".
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/internal/initproto"
+)
+
+func main() {
+	out := &frames{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
+	in := bufio.NewReaderSize(os.Stdin, 64<<10)
+	req, err := initproto.ReadRequest(in)
+	if err != nil {
+		out.write(initproto.Error, []byte(err.Error()))
+		out.flush()
+		os.Exit(125)
+	}
+	rep := run(req, in, out)
+	b, _ := json.Marshal(rep)
+	out.write(initproto.Result, b)
+	out.flush()
+	os.Exit(rep.ExitCode)
+}
+
+// frames writes frames to the init's stdout from several goroutines.
+type frames struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (f *frames) write(kind byte, p []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	initproto.WriteFrame(f.w, kind, p)
+}
+
+func (f *frames) flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.w.Flush()
+}
+
+// forwarded are the signals the init passes on to every process of the sandbox
+// (a kill from the host arrives at PID 1).
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+func run(req initproto.Request, in *bufio.Reader, out *frames) initproto.Report {
+	rep := initproto.Report{OOMKills: -1}
+	oomBefore := oomKills()
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+
+	env := append(os.Environ(), req.Env...)
+	path, err := lookPath(req.Argv[0], env)
+	if err != nil {
+		return failStart(out, req.Argv[0], err)
+	}
+	stdin, err := os.Open(os.DevNull)
+	if req.Stdin {
+		var w *os.File
+		if stdin, w, err = os.Pipe(); err == nil {
+			go func() {
+				io.Copy(w, in) // a command that stops reading its stdin ends the copy with EPIPE
+				w.Close()
+			}()
+		}
+	}
+	if err != nil {
+		return failStart(out, req.Argv[0], err)
+	}
+	outR, outW, err1 := os.Pipe()
+	errR, errW, err2 := os.Pipe()
+	if err := firstErr(err1, err2); err != nil {
+		return failStart(out, req.Argv[0], err)
+	}
+	rep.Started = time.Now().UnixNano()
+	proc, err := os.StartProcess(path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: env, Files: []*os.File{stdin, outW, errW}})
+	stdin.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return failStart(out, req.Argv[0], err)
+	}
+
+	var copies sync.WaitGroup
+	copies.Go(func() { rep.StdoutBytes = copyFrames(outR, initproto.Stdout, out) })
+	copies.Go(func() { rep.StderrBytes = copyFrames(errR, initproto.Stderr, out) })
+
+	exited := make(chan syscall.WaitStatus, 1)
+	reaped := make(chan struct{})
+	go reap(proc.Pid, exited, reaped)
+
+	var deadline <-chan time.Time
+	if req.TimeoutMS > 0 {
+		deadline = time.After(time.Duration(req.TimeoutMS) * time.Millisecond)
+	}
+	var kill <-chan time.Time
+	var status syscall.WaitStatus
+wait:
+	for {
+		select {
+		case status = <-exited:
+			break wait
+		case s := <-sigs:
+			syscall.Kill(-1, s.(syscall.Signal))
+		case <-deadline:
+			rep.TimedOut = true
+			syscall.Kill(-1, syscall.SIGTERM)
+			kill = time.After(time.Duration(req.GraceMS) * time.Millisecond)
+		case <-kill:
+			syscall.Kill(-1, syscall.SIGKILL)
+		}
+	}
+	rep.Ended = time.Now().UnixNano()
+	// Nothing the command started outlives it.
+	syscall.Kill(-1, syscall.SIGKILL)
+	<-reaped
+	copies.Wait()
+
+	switch {
+	case status.Signaled():
+		rep.ExitCode, rep.Signal = 128+int(status.Signal()), unix.SignalName(status.Signal())
+	default:
+		rep.ExitCode = status.ExitStatus()
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
+		rep.CPUUserNS, rep.CPUSystemNS = ru.Utime.Nano(), ru.Stime.Nano()
+		rep.MemoryPeak = ru.Maxrss << 10
+	}
+	if peak := memoryPeak(); peak > 0 {
+		rep.MemoryPeak = peak
+	}
+	rep.IORead, rep.IOWrite = ioBytes()
+	if oomBefore >= 0 {
+		if after := oomKills(); after >= oomBefore {
+			rep.OOMKills = after - oomBefore
+		}
+	}
+	return rep
+}
+
+// reap waits for every child of the init: the command's own status goes to
+// exited; reaped closes when no child is left after the command has ended.
+func reap(pid int, exited chan<- syscall.WaitStatus, reaped chan<- struct{}) {
+	done := false
+	for {
+		var ws syscall.WaitStatus
+		p, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil: // ECHILD: nobody left
+			if !done {
+				exited <- ws
+			}
+			close(reaped)
+			return
+		case p == pid:
+			done = true
+			exited <- ws
+		}
+	}
+}
+
+// copyFrames frames what r yields as kind until EOF and returns the byte count.
+func copyFrames(r *os.File, kind byte, out *frames) int64 {
+	defer r.Close()
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			out.write(kind, buf[:k])
+			out.flush() // the host shows output as it comes
+			n += int64(k)
+		}
+		if err != nil {
+			out.flush()
+			return n
+		}
+	}
+}
+
+// failStart reports a command that could not start as a shell would: 127 when
+// it was not found, 126 when it could not be executed.
+func failStart(out *frames, name string, err error) initproto.Report {
+	code := 126
+	if os.IsNotExist(err) || err == errNotFound {
+		code = 127
+	}
+	msg := fmt.Sprintf("airlock: %s: %v\n", name, err)
+	out.write(initproto.Stderr, []byte(msg))
+	now := time.Now().UnixNano()
+	return initproto.Report{ExitCode: code, Started: now, Ended: now, StderrBytes: int64(len(msg)), OOMKills: -1}
+}
+
+var errNotFound = fmt.Errorf("command not found")
+
+// lookPath finds name as execvp would, in the PATH of env.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errNotFound
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
