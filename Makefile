@@ -64,9 +64,9 @@ test: images ## vet, then unit and integration tests against the real engine; fa
 	if [ -n "$$vols" ]; then echo "leaked volumes: $$vols"; exit 1; fi; \
 	echo "no airlock container left on the engine"
 
-bench: images ## policy check speed; run latency and throughput against docker run --rm and the bare API
+bench: images ## policy check speed; run latency and throughput against docker run --rm and the bare API; the warm pool; workspaces
 	$(GO) test -run '^$$' -bench . -benchmem ./policy/
-	$(GO) run ./integration/bench
+	AIRLOCK_INIT=$(CURDIR)/bin/airlock-init $(GO) run ./integration/bench
 
 run: images ## serve the HTTP API and MCP on 127.0.0.1:8080 (LISTEN=...), default data dir; Ctrl-C stops it
 	@echo "airlock: serving on http://$(LISTEN) (API under /v1, MCP on /mcp); from another terminal:"

@@ -163,6 +163,7 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 		// A private cgroup namespace: /proc/self/cgroup no longer names the
 		// container (its id is the key to its host paths); API 1.41 and later.
 		CgroupnsMode: container.CgroupnsModePrivate,
+		AutoRemove:   p.AutoRemove,
 		Tmpfs:        tmpfsMounts(p, tmpfsOpts),
 		ShmSize:      p.TmpfsSize,
 		Init:         &init,
@@ -502,6 +503,13 @@ func (d *dockerEngine) Exec(ctx context.Context, id, user string, cmd []string, 
 
 func (d *dockerEngine) CreateVolume(ctx context.Context, name string, opts, labels map[string]string) error {
 	_, err := d.c.VolumeCreate(ctx, volume.CreateOptions{Name: name, Driver: "local", DriverOpts: opts, Labels: labels})
+	return err
+}
+
+func (d *dockerEngine) Update(ctx context.Context, id string, memory, nanoCPUs, pids int64) error {
+	_, err := d.c.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{
+		Memory: memory, MemorySwap: memory, NanoCPUs: nanoCPUs, PidsLimit: &pids,
+	}})
 	return err
 }
 

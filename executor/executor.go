@@ -39,6 +39,9 @@ type Executor struct {
 	initMu  sync.Mutex
 	initVol string // the volume holding Config.InitPath, once made
 
+	poolSizes map[string]int // WithPool
+	pool      *pool          // nil without one
+
 	oomWait time.Duration // oomEventWait; shorter in unit tests of a fake engine
 
 	// Background jobs: their records and logs, and the watchers of this process.
@@ -112,6 +115,10 @@ func New(opts ...Option) (*Executor, error) {
 		e.Close()
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
+	if err := e.startPool(); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -120,6 +127,9 @@ func New(opts ...Option) (*Executor, error) {
 // dir to adopt), and releases the connection to the engine. Foreground runs in
 // flight are not affected.
 func (e *Executor) Close() error {
+	if e.pool != nil {
+		e.pool.close()
+	}
 	e.stopFeeds()
 	e.stopWatchers()
 	if e.closeEng != nil {

@@ -93,5 +93,22 @@ func (e *Executor) makeInitVolume(ctx context.Context, name, digest string, bin 
 	if err := e.eng.CopyTo(ctx, cid, "/workspace", &buf); err != nil {
 		return e.engineErr("copy the init into its volume", err)
 	}
+	e.removeOldInits(ctx, digest)
 	return nil
+}
+
+// removeOldInits removes the volumes of earlier init binaries, as a rebuilt
+// image replaces the old one; one a sandbox still mounts stays (best effort).
+func (e *Executor) removeOldInits(ctx context.Context, digest string) {
+	vols, err := e.eng.ListVolumes(ctx, labelComponent+"=init")
+	if err != nil {
+		return
+	}
+	for _, v := range vols {
+		if v.Labels[labelInitDigest] != digest {
+			if err := e.eng.RemoveVolume(ctx, v.Name); err != nil {
+				e.cfg.Logger.Debug("old init volume kept", "volume", v.Name, "err", err)
+			}
+		}
+	}
 }

@@ -12,10 +12,13 @@ import (
 // The host's side of a run under airlock's init: the request on the init's
 // stdin, and its frames demultiplexed into the run's captures.
 
-// initRequest is the command of s for the init.
-func (e *Executor) initRequest(s Spec, argv []string) initproto.Request {
+// initRequest is the command of s for the init, with its environment and
+// working directory: a warm sandbox was started without them.
+func (e *Executor) initRequest(s Spec, sb *sandbox) initproto.Request {
 	return initproto.Request{
-		Argv:      argv,
+		Argv:      sb.argv,
+		Env:       sb.env,
+		Dir:       sb.dir,
 		Stdin:     s.Stdin != nil,
 		TimeoutMS: s.Timeout.Duration().Milliseconds(),
 		GraceMS:   e.cfg.KillGrace.Milliseconds(),

@@ -54,6 +54,9 @@ func (e *Executor) Reconcile(ctx context.Context) error {
 		e.cfg.Logger.Warn("removing a container no job record explains", "container_id", c.ID, "id", c.Labels[LabelID])
 		e.discard(ctx, c.ID)
 	}
+	if err := e.removePooledOrphans(ctx); err != nil {
+		return err
+	}
 	return e.removeAbandoned(ctx)
 }
 

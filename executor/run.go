@@ -82,14 +82,28 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		return failedResult(res, err)
 	}
 	plan.OpenStdin = plan.OpenStdin || plan.InitVolume != ""
-	sb, err := e.launch(ctx, plan, true)
+	// A warm sandbox when the pool has one for this key; else a cold start.
+	var sb *sandbox
+	if e.pool != nil && plan.InitVolume != "" {
+		sb = e.pool.claim(ctx, s)
+		defer e.pool.warmWorkspace(s)
+	}
+	warm := sb != nil
+	if !warm {
+		sb, err = e.launch(ctx, plan, true)
+	}
 	if sb != nil {
 		// Whatever happens from here, the container goes; its removal must not
-		// depend on a context the caller may already have cancelled.
-		defer e.discard(context.WithoutCancel(ctx), sb.containerID)
+		// depend on a context the caller may already have cancelled. A warm
+		// sandbox goes off the request path.
+		if warm {
+			defer e.pool.remove(sb)
+		} else {
+			defer e.discard(context.WithoutCancel(ctx), sb.containerID)
+		}
 		res.ContainerID = sb.containerID
 		sb.init = plan.InitVolume != ""
-		sb.argv = plan.Cmd
+		sb.argv, sb.env, sb.dir = plan.Cmd, plan.Env, plan.Workdir
 	}
 	if err != nil {
 		if ctx.Err() != nil { // cut short by the caller, not the engine
@@ -107,8 +121,10 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 // sandbox is a started container whose streams airlock holds.
 type sandbox struct {
 	containerID string
-	init        bool // airlock's init is PID 1: it takes the command (argv) on stdin
-	argv        []string
+	init        bool // airlock's init is PID 1: it takes the command on stdin
+	argv, env   []string
+	dir         string
+	autoRemove  bool // the engine removes it when it stops (a warm sandbox)
 	att         *attachment
 	exited      chan struct{} // closed when the container has stopped
 	waitErr     error         // set before exited is closed
@@ -262,7 +278,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	}()
 	switch {
 	case sb.init:
-		go sendRequest(sb.att, e.initRequest(s, sb.argv), s.Stdin)
+		go sendRequest(sb.att, e.initRequest(s, sb), s.Stdin)
 	case s.Stdin != nil:
 		go func() {
 			io.WriteString(sb.att.Stdin, *s.Stdin) // fails only when the process is gone
@@ -343,9 +359,12 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	// With the init's report the OOM kills are the cgroup's own count: no wait
 	// for the engine's flag, no read of the kernel's log.
 	explained := timedOut || cancelled || report != nil && report.OOMKills >= 0
-	st, err := e.finalState(context.WithoutCancel(ctx), sb.containerID, explained)
-	if err != nil {
-		return failedResult(res, e.engineErr("inspect container", err))
+	var st containerState
+	if report == nil || !sb.autoRemove { // a warm sandbox may be gone already: its report says it all
+		var err error
+		if st, err = e.finalState(context.WithoutCancel(ctx), sb.containerID, explained); err != nil {
+			return failedResult(res, e.engineErr("inspect container", err))
+		}
 	}
 	if report != nil {
 		applyReport(&st, report)

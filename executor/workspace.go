@@ -361,6 +361,9 @@ func (e *Executor) RemoveWorkspace(ctx context.Context, id string, c Caller) err
 }
 
 func (e *Executor) removeWorkspace(ctx context.Context, r workspaceRecord) error {
+	if e.pool != nil {
+		e.pool.dropWorkspace(r.ID) // its warm sandboxes are no use
+	}
 	u, err := e.workspaceUse(ctx, r.ID)
 	if err != nil {
 		return err

@@ -71,7 +71,8 @@ func airlockEnv(t *testing.T, env []string, stdin string, args ...string) (strin
 // image is rebuilt offline, and the CLI says so on stderr. It does not run in
 // parallel, so no other test sees the image missing.
 func TestCLIBuildsImageOnFirstUse(t *testing.T) {
-	if _, err := docker.ImageRemove(t.Context(), "airlock/minimal", image.RemoveOptions{PruneChildren: true}); err != nil {
+	// Forced: the suite's warm sandboxes use the image; they keep it by its id.
+	if _, err := docker.ImageRemove(t.Context(), "airlock/minimal", image.RemoveOptions{Force: true, PruneChildren: true}); err != nil {
 		t.Fatalf("remove image: %v", err)
 	}
 	stdout, stderr, code := airlock(t, "", "run", "--", "echo", "hi")

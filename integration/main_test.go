@@ -53,7 +53,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("AIRLOCK_INIT", initBin)
-	if ex, err = executor.New(); err != nil {
+	// The suite's runs go through a warm pool (a miss starts cold): every test
+	// of a run holds with the pool on; unchecked stays without one.
+	if ex, err = executor.New(executor.WithPool(map[string]int{"airlock/minimal": 4})); err != nil {
 		fmt.Fprintln(os.Stderr, "integration tests need a Docker engine:", err)
 		os.Exit(1)
 	}
@@ -71,6 +73,8 @@ func TestMain(m *testing.M) {
 	for _, f := range afterAll {
 		f()
 	}
+	ex.Close() // removes the warm sandboxes before the leak check
+	unchecked.Close()
 	if left := managedContainers(context.Background(), ""); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: %d airlock container(s) left on the engine: %s\n", len(left), strings.Join(left, ", "))
 		for _, id := range left {
@@ -82,8 +86,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "FAIL: %d airlock volume(s) left on the engine: %s\n", len(left), strings.Join(left, ", "))
 		code = 1
 	}
-	ex.Close()
-	unchecked.Close()
 	os.RemoveAll(dataDir)
 	if cliPath != "" { // the CLI the tests built
 		os.RemoveAll(filepath.Dir(cliPath))
@@ -148,6 +150,19 @@ func assertGone(t *testing.T, res executor.Result) {
 	}
 	if left := managedContainers(context.Background(), res.ID); len(left) > 0 {
 		t.Errorf("run %s left containers: %v", res.ID, left)
+	}
+	// A warm sandbox carries the pool's id, and goes a moment after its run.
+	if res.ContainerID == "" {
+		return
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := docker.ContainerInspect(context.Background(), res.ContainerID); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("run %s left its container %.12s", res.ID, res.ContainerID)
+			return
+		}
 	}
 }
 

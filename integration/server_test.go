@@ -863,7 +863,8 @@ func testServerRestart(t *testing.T, s *airlockServer, before []string) {
 	inflight := make(chan answer, 1)
 	go func() {
 		status, _, body := s.call(ctx, http.MethodPost, "/v1/processes", tokenAlpha,
-			map[string]any{"command": "sleep 2; echo done", "labels": map[string]string{"marker": marker}})
+			// A tmpfs size of its own misses the warm pool: a cold sandbox carries the run's labels.
+			map[string]any{"command": "sleep 2; echo done", "tmpfs_size": 32 << 20, "labels": map[string]string{"marker": marker}})
 		inflight <- answer{status, body}
 	}()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {

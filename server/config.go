@@ -42,6 +42,9 @@ type Config struct {
 	// Pull is "never" (the default: an image the engine lacks fails the run,
 	// naming it) or "missing" (it is pulled). Pulling is the operator's decision.
 	Pull executor.PullPolicy `json:"pull"`
+	// Pool is how many warm sandboxes to keep per image (airlock's init waits in
+	// each for one command); 0 for an image turns its pool off.
+	Pool map[string]int `json:"pool"`
 	// Ceilings bound every request, whatever the tenant.
 	Ceilings Ceilings `json:"ceilings"`
 	// Networks and Runtimes a request may ask for; AllowRoot lets it ask for uid 0.
@@ -116,6 +119,7 @@ func DefaultConfig() Config {
 		Networks:       ec.Networks,
 		Runtimes:       ec.Runtimes,
 		TenantDefaults: Tenant{MaxConcurrent: 16, MaxWorkspaces: 16, MaxWorkspaceBytes: 4 << 30},
+		Pool:           map[string]int{ec.DefaultImage: 2},
 		// Room for the largest stdin the executor takes, plus command and env.
 		MaxBodyBytes: ec.MaxStdin*2 + int64(ec.MaxArgBytes)*2 + 64<<10,
 	}
@@ -148,6 +152,19 @@ var settings = []setting{
 		return err
 	}},
 	{"default-image", "image of requests that name none", func(c *Config, v string) error { c.DefaultImage = v; return nil }},
+	{"pool", "warm sandboxes per image, IMAGE=N,... (default airlock/minimal=2; N=0: none)", func(c *Config, v string) error {
+		pool := map[string]int{}
+		for _, kv := range splitList(v) {
+			img, n, ok := strings.Cut(kv, "=")
+			size, err := strconv.Atoi(n)
+			if !ok || img == "" || err != nil || size < 0 || size > 64 {
+				return fmt.Errorf("%q is not IMAGE=N with N in 0..64", kv)
+			}
+			pool[img] = size
+		}
+		c.Pool = pool
+		return nil
+	}},
 	{"pull", "images the engine lacks: never (fail, naming the image) or missing (pull them)", func(c *Config, v string) error {
 		c.Pull = executor.PullPolicy(v)
 		return nil

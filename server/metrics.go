@@ -52,6 +52,57 @@ func (c *workspaceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(size))
 }
 
+// poolCollector reads the warm pool's figures at each scrape, by image (a
+// workspace's warm sandbox counts under its image: no ids in labels).
+type poolCollector struct {
+	ex                               *executor.Executor
+	hits, misses, idle, size, refill *prometheus.Desc
+}
+
+func newPoolCollector(ex *executor.Executor) *poolCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"image"}, nil)
+	}
+	return &poolCollector{ex: ex,
+		hits:   d("airlock_pool_hits_total", "Runs that found a warm sandbox."),
+		misses: d("airlock_pool_misses_total", "Runs of a pooled image that found none and started cold."),
+		idle:   d("airlock_pool_idle", "Warm sandboxes waiting for a run."),
+		size:   d("airlock_pool_size", "Warm sandboxes the pool keeps."),
+		refill: d("airlock_pool_refill_seconds", "How long the last warm sandbox took to start."),
+	}
+}
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.idle, c.size, c.refill} {
+		ch <- d
+	}
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	type sums struct {
+		hits, misses int64
+		idle, size   int
+		refill       float64
+	}
+	by := map[string]*sums{}
+	for _, st := range c.ex.PoolStats() {
+		s := by[st.Key.Image]
+		if s == nil {
+			s = &sums{}
+			by[st.Key.Image] = s
+		}
+		s.hits, s.misses, s.idle, s.size = s.hits+st.Hits, s.misses+st.Misses, s.idle+st.Idle, s.size+st.Size
+		s.refill = max(s.refill, st.LastRefill.Seconds())
+	}
+	for img, s := range by {
+		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(s.hits), img)
+		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(s.misses), img)
+		ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(s.idle), img)
+		ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(s.size), img)
+		ch <- prometheus.MustNewConstMetric(c.refill, prometheus.GaugeValue, s.refill, img)
+	}
+}
+
 func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),

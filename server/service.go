@@ -65,7 +65,7 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{}}
-	s.metrics.reg.MustRegister(newWorkspaceCollector(ex))
+	s.metrics.reg.MustRegister(newWorkspaceCollector(ex), newPoolCollector(ex))
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}

@@ -111,7 +111,7 @@ func openService(cfg server.Config, log *slog.Logger) (*executor.Executor, *serv
 		return nil, nil, err
 	}
 	ec.Logger = log
-	ex, err := executor.New(executor.WithConfig(ec))
+	ex, err := executor.New(executor.WithConfig(ec), executor.WithPool(cfg.Pool))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -37,6 +37,9 @@ type Engine interface {
 	Wait(ctx context.Context, id string, nextExit bool) <-chan error
 	Start(ctx context.Context, id string) error
 	Kill(ctx context.Context, id, signal string) error
+	// Update sets the limits of a running container: memory (and as much swap:
+	// none), CPU quota in nano-CPUs, and pids.
+	Update(ctx context.Context, id string, memory, nanoCPUs, pids int64) error
 	Inspect(ctx context.Context, id string) (State, error)
 	// Stats calls sample with each resource sample the engine reports, until the
 	// container stops or ctx ends.
@@ -138,6 +141,9 @@ type Plan struct {
 	// at InitDir: the init is the container's entrypoint, in place of the
 	// engine's, and reads its command from stdin (internal/initproto).
 	InitVolume string
+	// AutoRemove has the engine remove the container when it stops: a warm
+	// sandbox whose owner died (its init reads EOF and exits) goes by itself.
+	AutoRemove bool
 	Network    string
 	Runtime    string
 	OpenStdin  bool

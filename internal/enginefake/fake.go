@@ -385,6 +385,11 @@ func (f *Engine) CreateVolume(ctx context.Context, name string, opts, labels map
 	return nil
 }
 
+func (f *Engine) Update(ctx context.Context, id string, memory, nanoCPUs, pids int64) error {
+	f.record("update", id)
+	return nil
+}
+
 func (f *Engine) CopyTo(ctx context.Context, id, dir string, archive io.Reader) error {
 	f.record("copyTo", id+":"+dir)
 	return nil

@@ -1,0 +1,410 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The warm pool: sandboxes started ahead of time whose init waits for its one
+// command. A claim sets the limits the engine can change on a running container
+// (memory, CPUs, pids) and sends the command; the sandbox serves that one run
+// and is removed after it, off the request path, while a refill starts its
+// successor. A miss is a cold start, never a reuse. docs/DESIGN.md, "The pool".
+
+// Labels of a pooled sandbox, besides io.airlock.managed and io.airlock.id.
+const (
+	// labelPool names the process (an instance of the pool) that owns it; the
+	// owner holds the store lock "pool-<owner>" while it lives.
+	labelPool      = labelPrefix + "pool"
+	labelPoolStore = labelPrefix + "pool.store" // the owner's data dir (store id)
+)
+
+// poolIdle is how long a pooled sandbox waits for a run before the pool
+// replaces it: an engine restart or a long idle leaves no stale sandbox.
+const poolIdle = 30 * time.Minute
+
+// PoolKey is what a pooled sandbox cannot change after its start.
+type PoolKey struct {
+	Image, Runtime, User, Network string
+	TmpfsSize                     int64
+	Workdir                       string // made by the engine at the start when the image lacks it
+	Workspace                     string // a workspace id, or none
+}
+
+// PoolStat is one key's pool, for metrics.
+type PoolStat struct {
+	Key          PoolKey
+	Size, Idle   int
+	Hits, Misses int64
+	LastRefill   time.Duration
+}
+
+type pool struct {
+	e      *Executor
+	owner  string
+	unlock func()
+	ctx    context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup // refills and removals in flight
+
+	mu    sync.Mutex
+	keys  map[PoolKey]*poolEntry
+	limit chan struct{} // bounds concurrent refills: the engine starts a few at a time
+}
+
+type poolEntry struct {
+	fills        sync.WaitGroup // starts in flight, each ending with its sandbox kept or removed
+	size         int
+	idle         []*pooled
+	filling      int
+	hits, misses int64
+	lastRefill   time.Duration
+}
+
+type pooled struct {
+	sb      *sandbox
+	started time.Time
+}
+
+// WithPool keeps warm sandboxes for images: sizes by image reference, for the
+// Config's default runtime, user, network and tmpfs size. After a run on a
+// workspace, one sandbox for that workspace is kept warm too.
+func WithPool(sizes map[string]int) Option {
+	return func(e *Executor) error {
+		for img, n := range sizes {
+			if n < 0 || n > 64 {
+				return fmt.Errorf("pool %s=%d: size must be 0..64", img, n)
+			}
+		}
+		e.poolSizes = sizes
+		return nil
+	}
+}
+
+// startPool makes the pool of e and starts filling it.
+func (e *Executor) startPool() error {
+	if len(e.poolSizes) == 0 || e.cfg.InitPath == "" {
+		return nil
+	}
+	owner := NewID()
+	unlock, ok, err := e.store.TryLock("pool-" + owner)
+	if err != nil || !ok {
+		return fmt.Errorf("%w: pool lock: %v", ErrStore, err)
+	}
+	p := &pool{e: e, owner: owner, unlock: unlock, keys: map[PoolKey]*poolEntry{}, limit: make(chan struct{}, 4)}
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	d := e.cfg.Defaults
+	for img, n := range e.poolSizes {
+		key := PoolKey{Image: img, Runtime: e.cfg.DefaultRuntime, User: normalUser(e.cfg.DefaultUser), Network: "none", TmpfsSize: d.TmpfsSize, Workdir: "/workspace"}
+		p.keys[key] = &poolEntry{size: n}
+		p.refill(key)
+	}
+	e.pool = p
+	p.wg.Go(func() {
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-tick.C:
+				p.expire()
+			}
+		}
+	})
+	return nil
+}
+
+// normalUser is a user as the gate writes it: a bare uid gets its gid.
+func normalUser(u string) string {
+	if !strings.Contains(u, ":") {
+		if _, err := strconv.ParseUint(u, 10, 32); err == nil {
+			return u + ":" + u
+		}
+	}
+	return u
+}
+
+// keyOf is the pool key of an admitted spec.
+func keyOf(s Spec) PoolKey {
+	return PoolKey{Image: s.Image, Runtime: s.Runtime, User: s.User, Network: s.Network, TmpfsSize: s.TmpfsSize, Workdir: s.Workdir, Workspace: s.Workspace}
+}
+
+// claim takes a warm sandbox for s, with s's limits set, or nil (a miss).
+func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
+	key := keyOf(s)
+	p.mu.Lock()
+	ent := p.keys[key]
+	if ent == nil {
+		p.mu.Unlock()
+		return nil
+	}
+	var pd *pooled
+	if n := len(ent.idle); n > 0 {
+		pd, ent.idle = ent.idle[n-1], ent.idle[:n-1]
+		ent.hits++
+	} else {
+		ent.misses++
+	}
+	p.mu.Unlock()
+	p.refill(key)
+	if pd == nil {
+		return nil
+	}
+	if err := p.e.eng.Update(ctx, pd.sb.containerID, s.Memory, int64(s.CPUs*1e9), s.Pids); err != nil {
+		p.e.cfg.Logger.Warn("pool: set the limits of a warm sandbox; starting one cold", "container_id", pd.sb.containerID, "err", err)
+		p.remove(pd.sb)
+		return nil
+	}
+	return pd.sb
+}
+
+// warmWorkspace keeps one sandbox warm for runs on a workspace like s's, so
+// that an agent's loop of runs on one workspace finds one every time.
+func (p *pool) warmWorkspace(s Spec) {
+	if s.Workspace == "" {
+		return
+	}
+	key := keyOf(s)
+	p.mu.Lock()
+	if _, ok := p.keys[key]; !ok {
+		p.keys[key] = &poolEntry{size: 1}
+	}
+	p.mu.Unlock()
+	p.refill(key)
+}
+
+// dropWorkspace removes the warm sandboxes of a workspace, so that it can be
+// deleted.
+func (p *pool) dropWorkspace(id string) {
+	p.mu.Lock()
+	var drop []*pooled
+	var ents []*poolEntry
+	for key, ent := range p.keys {
+		if key.Workspace == id {
+			drop = append(drop, ent.idle...)
+			ents = append(ents, ent)
+			delete(p.keys, key)
+		}
+	}
+	p.mu.Unlock()
+	for _, pd := range drop {
+		pd.sb.att.Close()
+		p.e.discard(context.Background(), pd.sb.containerID)
+	}
+	for _, ent := range ents {
+		ent.fills.Wait() // a start in flight removes its sandbox itself
+	}
+}
+
+// refill starts sandboxes for key in the background until it has its size.
+func (p *pool) refill(key PoolKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ent := p.keys[key]
+	if ent == nil || p.ctx.Err() != nil {
+		return
+	}
+	for ; len(ent.idle)+ent.filling < ent.size; ent.filling++ {
+		ent.fills.Add(1)
+		p.wg.Go(func() {
+			defer ent.fills.Done()
+			p.fill(key, ent)
+		})
+	}
+}
+
+func (p *pool) fill(key PoolKey, ent *poolEntry) {
+	select {
+	case p.limit <- struct{}{}:
+		defer func() { <-p.limit }()
+	case <-p.ctx.Done():
+		p.filled(key, ent, nil, 0)
+		return
+	}
+	t0 := time.Now()
+	sb, err := p.start(key)
+	if err != nil {
+		if p.ctx.Err() == nil {
+			p.e.cfg.Logger.Warn("pool: start a warm sandbox", "image", key.Image, "err", err)
+		}
+		p.filled(key, ent, nil, 0)
+		return
+	}
+	p.filled(key, ent, sb, time.Since(t0))
+}
+
+// filled records the end of one start; a sandbox nobody wants any more (its
+// key dropped, the pool closed or full) is removed before the start counts as
+// ended, so that a dropped workspace's volume is free once its fills are.
+func (p *pool) filled(key PoolKey, ent *poolEntry, sb *sandbox, took time.Duration) {
+	p.mu.Lock()
+	ent.filling--
+	keep := sb != nil && p.keys[key] == ent && p.ctx.Err() == nil && len(ent.idle) < ent.size
+	if keep {
+		ent.idle = append(ent.idle, &pooled{sb: sb, started: time.Now()})
+		ent.lastRefill = took
+	}
+	p.mu.Unlock()
+	if sb != nil && !keep {
+		sb.att.Close()
+		p.e.discard(context.Background(), sb.containerID)
+	}
+}
+
+// start creates and starts one sandbox for key: its init waits for a command.
+func (p *pool) start(key PoolKey) (*sandbox, error) {
+	e := p.e
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
+	defer cancel()
+	id := NewID()
+	s := Spec{Image: key.Image, Runtime: key.Runtime, User: key.User, Network: key.Network, TmpfsSize: key.TmpfsSize,
+		Memory: e.cfg.Defaults.Memory, CPUs: e.cfg.Defaults.CPUs, Pids: e.cfg.Defaults.Pids, Workdir: key.Workdir,
+		Argv: []string{"(warm)"}}
+	plan := e.plan(id, s)
+	plan.Labels[labelPool], plan.Labels[labelPoolStore] = p.owner, e.store.ID()
+	// Its deadline covers the wait and the longest run it may serve.
+	deadline := time.Now().Add(poolIdle + e.cfg.Ceilings.Timeout + e.cfg.KillGrace + abandonAfter)
+	plan.Labels[LabelDeadline] = deadline.UTC().Format(time.RFC3339)
+	if key.Workspace != "" {
+		if err := e.mountWorkspace(ctx, &plan, key.Workspace, Caller{Tenant: p.workspaceTenant(ctx, key.Workspace)}); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if plan.InitVolume, err = e.initVolume(ctx); err != nil {
+		return nil, err
+	}
+	plan.OpenStdin, plan.AutoRemove = true, true
+	sb, err := e.launch(ctx, plan, true)
+	if err != nil {
+		if sb != nil {
+			e.discard(context.Background(), sb.containerID)
+		}
+		return nil, err
+	}
+	sb.init, sb.autoRemove = true, true
+	return sb, nil
+}
+
+// workspaceTenant is the tenant that owns workspace id (warm sandboxes are made
+// only after a run of that tenant on it).
+func (p *pool) workspaceTenant(ctx context.Context, id string) string {
+	all, err := p.e.workspaceRecords(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, r := range all {
+		if r.ID == id {
+			return r.Tenant
+		}
+	}
+	return ""
+}
+
+// remove removes a used or unwanted sandbox off the request path.
+func (p *pool) remove(sb *sandbox) {
+	p.wg.Go(func() {
+		if sb.att != nil {
+			sb.att.Close()
+		}
+		p.e.discard(context.Background(), sb.containerID)
+	})
+}
+
+// expire replaces the sandboxes that waited longer than poolIdle.
+func (p *pool) expire() {
+	p.mu.Lock()
+	var old []*pooled
+	var keys []PoolKey
+	for key, ent := range p.keys {
+		ent.idle = slices.DeleteFunc(ent.idle, func(pd *pooled) bool {
+			if time.Since(pd.started) > poolIdle {
+				old = append(old, pd)
+				return true
+			}
+			return false
+		})
+		keys = append(keys, key)
+	}
+	p.mu.Unlock()
+	for _, pd := range old {
+		p.remove(pd.sb)
+	}
+	for _, key := range keys {
+		p.refill(key)
+	}
+}
+
+// close removes every warm sandbox and waits for refills and removals.
+func (p *pool) close() {
+	p.stop()
+	p.mu.Lock()
+	var idle []*pooled
+	for _, ent := range p.keys {
+		idle = append(idle, ent.idle...)
+		ent.idle = nil
+	}
+	p.mu.Unlock()
+	for _, pd := range idle {
+		p.remove(pd.sb)
+	}
+	p.wg.Wait()
+	p.unlock()
+}
+
+// stats reports each key's pool.
+func (p *pool) stats() []PoolStat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []PoolStat
+	for key, ent := range p.keys {
+		out = append(out, PoolStat{Key: key, Size: ent.size, Idle: len(ent.idle), Hits: ent.hits, Misses: ent.misses, LastRefill: ent.lastRefill})
+	}
+	return out
+}
+
+// PoolStats reports the warm pool, key by key; none without a pool.
+func (e *Executor) PoolStats() []PoolStat {
+	if e.pool == nil {
+		return nil
+	}
+	return e.pool.stats()
+}
+
+// removePooledOrphans removes the warm sandboxes of pools whose process died:
+// those of this data dir whose owner's lock is free.
+func (e *Executor) removePooledOrphans(ctx context.Context) error {
+	cs, err := e.eng.List(ctx, labelPoolStore+"="+e.store.ID())
+	if err != nil {
+		return e.engineErr("list pooled sandboxes", err)
+	}
+	dead := map[string]bool{}
+	for _, c := range cs {
+		owner := c.Labels[labelPool]
+		if e.pool != nil && owner == e.pool.owner {
+			continue
+		}
+		gone, known := dead[owner]
+		if !known {
+			unlock, ok, err := e.store.TryLock("pool-" + owner)
+			if err != nil {
+				return errors.Join(ErrStore, err)
+			}
+			if ok {
+				unlock()
+			}
+			gone, dead[owner] = ok, ok
+		}
+		if gone {
+			e.discard(ctx, c.ID)
+		}
+	}
+	return nil
+}
