@@ -41,6 +41,9 @@ func sendRequest(att *attachment, req initproto.Request, stdin *string) {
 type initOutput struct {
 	pw   *io.PipeWriter
 	done chan struct{}
+	// reported closes when the report has come: every frame of the output is
+	// in by then (the init writes the report last).
+	reported chan struct{}
 
 	mu     sync.Mutex
 	report *initproto.Report
@@ -49,7 +52,7 @@ type initOutput struct {
 
 func newInitOutput(stdout, stderr io.Writer) *initOutput {
 	pr, pw := io.Pipe()
-	o := &initOutput{pw: pw, done: make(chan struct{})}
+	o := &initOutput{pw: pw, done: make(chan struct{}), reported: make(chan struct{})}
 	go func() {
 		defer close(o.done)
 		err := initproto.ReadFrames(pr, func(kind byte, p []byte) error {
@@ -64,8 +67,12 @@ func newInitOutput(stdout, stderr io.Writer) *initOutput {
 					return err
 				}
 				o.mu.Lock()
+				first := o.report == nil
 				o.report = &r
 				o.mu.Unlock()
+				if first {
+					close(o.reported)
+				}
 			case initproto.Error:
 				o.mu.Lock()
 				o.failed = string(p)

@@ -157,6 +157,11 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 	if pd == nil {
 		return nil
 	}
+	// A warm sandbox starts with the default limits; only others are set.
+	d := p.e.cfg.Defaults
+	if s.Memory == d.Memory && s.CPUs == d.CPUs && s.Pids == d.Pids {
+		return pd.sb
+	}
 	if err := p.e.eng.Update(ctx, pd.sb.containerID, s.Memory, int64(s.CPUs*1e9), s.Pids); err != nil {
 		p.e.cfg.Logger.Warn("pool: set the limits of a warm sandbox; starting one cold", "container_id", pd.sb.containerID, "err", err)
 		p.remove(pd.sb)

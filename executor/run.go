@@ -313,8 +313,15 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var timedOut, cancelled bool
+	var reported <-chan struct{} // nil without the init: never ready
+	if framed != nil {
+		reported = framed.reported
+	}
 	select {
 	case <-sb.exited:
+	case <-reported:
+		// The init has ended the command and said how; the container's own
+		// stop, a moment later, is the engine's to finish.
 	case <-timer.C:
 		timedOut = true
 		e.terminate(ctx, sb)
@@ -325,6 +332,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 
 	select {
 	case <-copied:
+	case <-reported: // all of the output came before the report
 	case <-time.After(outputDrainTimeout):
 		e.cfg.Logger.Warn("output still open after the container stopped; closing it", "id", res.ID)
 	}
@@ -347,22 +355,26 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 		timedOut = timedOut || report.TimedOut
 	}
 
-	select {
-	case <-sb.exited:
-	default: // terminate gave up: the engine did not stop the container
-		return failedResult(res, fmt.Errorf("%w: container %s did not stop within %s of SIGKILL", ErrEngine, sb.containerID, killWait))
-	}
-
-	if sb.waitErr != nil {
-		return failedResult(res, e.engineErr("wait for container", sb.waitErr))
-	}
-	// With the init's report the OOM kills are the cgroup's own count: no wait
-	// for the engine's flag, no read of the kernel's log.
-	explained := timedOut || cancelled || report != nil && report.OOMKills >= 0
+	// With the init's report and its cgroup's OOM count, the run is known:
+	// no wait for the container's stop, for the engine's OOM flag or for the
+	// kernel's log. Without them (no init; gVisor, whose cgroup files do not
+	// count OOM kills), the engine's record decides, once the container stopped.
 	var st containerState
-	if report == nil || !sb.autoRemove { // a warm sandbox may be gone already: its report says it all
+	if report == nil || report.OOMKills < 0 {
+		wait := time.Duration(0) // after an exit or a terminate, it has stopped or never will
+		if report != nil {
+			wait = killWait // the init reported and is ending: its container stops a moment later
+		}
+		select {
+		case <-sb.exited:
+		case <-time.After(wait): // terminate gave up: the engine did not stop the container
+			return failedResult(res, fmt.Errorf("%w: container %s did not stop within %s of SIGKILL", ErrEngine, sb.containerID, killWait))
+		}
+		if sb.waitErr != nil {
+			return failedResult(res, e.engineErr("wait for container", sb.waitErr))
+		}
 		var err error
-		if st, err = e.finalState(context.WithoutCancel(ctx), sb.containerID, explained); err != nil {
+		if st, err = e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled); err != nil {
 			return failedResult(res, e.engineErr("inspect container", err))
 		}
 	}

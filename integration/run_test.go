@@ -389,7 +389,8 @@ func TestResourceUsageOfAShortRun(t *testing.T) {
 	t.Parallel()
 	res := run(t, sh(`i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done`))
 	u := res.ResourceUsage
-	if res.DurationMS > 1000 || u.CPUMS < int64(res.DurationMS)/3 || u.CPUMS > int64(res.DurationMS)+20 || u.MemoryPeakBytes < 1<<20 {
+	// The loop needs some 20 ms of CPU; on a loaded engine its wall clock is longer.
+	if res.DurationMS > 5000 || u.CPUMS < 5 || u.CPUMS > int64(res.DurationMS)+20 || u.MemoryPeakBytes < 1<<20 {
 		t.Errorf("a %d ms CPU loop reports %+v", res.DurationMS, u)
 	}
 }
