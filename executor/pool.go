@@ -266,7 +266,10 @@ func (p *pool) filled(key PoolKey, ent *poolEntry, sb *sandbox, took time.Durati
 // start creates and starts one sandbox for key: its init waits for a command.
 func (p *pool) start(key PoolKey) (*sandbox, error) {
 	e := p.e
-	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
+	// Not the pool's context: a create cut short by Close can still be made by
+	// the engine after airlock gave up on it, and be left behind. A start in
+	// flight finishes, and filled removes what nobody wants.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	id := NewID()
 	s := Spec{Image: key.Image, Runtime: key.Runtime, User: key.User, Network: key.Network, TmpfsSize: key.TmpfsSize,

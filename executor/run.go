@@ -361,13 +361,23 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	// count OOM kills), the engine's record decides, once the container stopped.
 	var st containerState
 	if report == nil || report.OOMKills < 0 {
-		wait := time.Duration(0) // after an exit or a terminate, it has stopped or never will
+		// After an exit or a terminate it has stopped, or never will; after a
+		// report the init is ending, and its container stops a moment later.
+		stopped := false
 		if report != nil {
-			wait = killWait // the init reported and is ending: its container stops a moment later
+			select {
+			case <-sb.exited:
+				stopped = true
+			case <-time.After(killWait):
+			}
+		} else {
+			select {
+			case <-sb.exited:
+				stopped = true
+			default:
+			}
 		}
-		select {
-		case <-sb.exited:
-		case <-time.After(wait): // terminate gave up: the engine did not stop the container
+		if !stopped { // terminate gave up: the engine did not stop the container
 			return failedResult(res, fmt.Errorf("%w: container %s did not stop within %s of SIGKILL", ErrEngine, sb.containerID, killWait))
 		}
 		if sb.waitErr != nil {
