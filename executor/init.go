@@ -64,6 +64,7 @@ func (e *Executor) initVolume(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	e.removeOldInits(ctx, digest)
 	e.initVol = name
 	return name, nil
 }
@@ -93,11 +94,10 @@ func (e *Executor) makeInitVolume(ctx context.Context, name, digest string, bin 
 	if err := e.eng.CopyTo(ctx, cid, "/workspace", &buf); err != nil {
 		return e.engineErr("copy the init into its volume", err)
 	}
-	e.removeOldInits(ctx, digest)
 	return nil
 }
 
-// removeOldInits removes the volumes of earlier init binaries, as a rebuilt
+// removeOldInits removes the volumes of other init binaries, as a rebuilt
 // image replaces the old one; one a sandbox still mounts stays (best effort).
 func (e *Executor) removeOldInits(ctx context.Context, digest string) {
 	vols, err := e.eng.ListVolumes(ctx, labelComponent+"=init")
