@@ -359,8 +359,10 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	// no wait for the container's stop, for the engine's OOM flag or for the
 	// kernel's log. Without them (no init; gVisor, whose cgroup files do not
 	// count OOM kills), the engine's record decides, once the container stopped.
+	// A warm sandbox is removed by the engine as it stops: its report is all
+	// there is to read.
 	var st containerState
-	if report == nil || report.OOMKills < 0 {
+	if report == nil || report.OOMKills < 0 && !sb.autoRemove {
 		// After an exit or a terminate it has stopped, or never will; after a
 		// report the init is ending, and its container stops a moment later.
 		stopped := false

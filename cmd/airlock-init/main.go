@@ -211,7 +211,7 @@ func failStart(out *frames, name string, err error) initproto.Report {
 	msg := fmt.Sprintf("airlock: %s: %v\n", name, err)
 	out.write(initproto.Stderr, []byte(msg))
 	now := time.Now().UnixNano()
-	return initproto.Report{ExitCode: code, Started: now, Ended: now, StderrBytes: int64(len(msg)), OOMKills: -1}
+	return initproto.Report{ExitCode: code, Started: now, Ended: now, StderrBytes: int64(len(msg))} // nothing ran: no OOM kill
 }
 
 var errNotFound = fmt.Errorf("command not found")
