@@ -209,7 +209,7 @@ func (c *checker) writeTo(target, match string) {
 	if alwaysPass[target] {
 		return
 	}
-	p := systemPath(homeSpelling.ReplaceAllString(strings.ReplaceAll(target, `"`, ""), "~"))
+	p := systemPath(homeToTilde(strings.ReplaceAll(target, `"`, "")))
 	if rule, ok := writeTargets[p]; ok {
 		c.refuse(rule, match)
 		return
@@ -910,7 +910,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 		}
 		target, ok := c.staticString(r.Word)
 		if !ok && r.Op != syntax.RdrIn {
-			if text := sourceOf(src, r.Word); homeSpelling.MatchString(text) {
+			if text := sourceOf(src, r.Word); mentionsHome(text) && homeSpelling.MatchString(text) {
 				c.writeTo(text, r.Op.String()+" "+text) // > "$HOME/.bash_history"
 				if c.done() {
 					return
@@ -1089,7 +1089,7 @@ func plainWord(w *syntax.Word) (string, bool) {
 	}
 	switch p := w.Parts[0].(type) {
 	case *syntax.Lit:
-		return p.Value, !strings.ContainsAny(p.Value, `\*?[{`)
+		return p.Value, !hasByteOf(p.Value, `\*?[{`)
 	case *syntax.SglQuoted:
 		return p.Value, !p.Dollar
 	}

@@ -472,7 +472,7 @@ func (c *checker) staticString(w *syntax.Word) (string, bool) {
 // unescapeLit removes the backslashes of an unquoted (or double-quoted) literal and
 // reports whether it has unquoted glob characters.
 func unescapeLit(s string, quoted bool) (string, bool) {
-	if !strings.ContainsAny(s, `\*?[`) {
+	if !hasByteOf(s, `\*?[`) {
 		return s, false
 	}
 	var b strings.Builder
@@ -497,6 +497,18 @@ func unescapeLit(s string, quoted bool) (string, bool) {
 		b.WriteByte(ch)
 	}
 	return b.String(), glob
+}
+
+// hasByteOf reports whether s holds any of the ASCII bytes in set. It is
+// strings.ContainsAny for the short literals of every word, where
+// ContainsAny's set-up costs more than the scan.
+func hasByteOf(s, set string) bool {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(set, s[i]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ansiC decodes the escapes of a $'...' string.
