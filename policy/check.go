@@ -29,6 +29,7 @@ func (p *Policy) Check(command string) Decision {
 		return p.tooLarge(len(command))
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.script(command, 0)
 	return c.decision()
 }
@@ -50,6 +51,7 @@ func (p *Policy) Explain(command string) (Decision, []Step) {
 		return p.Check(command), nil
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.trace = []Step{}
 	c.script(command, 0)
 	return c.decision(), c.trace
@@ -61,6 +63,7 @@ func (p *Policy) ExplainArgv(argv []string) (Decision, []Step) {
 		return p.CheckArgv(argv), nil
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.trace = []Step{}
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision(), c.trace
@@ -77,6 +80,7 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 		return p.tooLarge(n)
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision()
 }
@@ -121,9 +125,42 @@ type checker struct {
 	trace []Step
 }
 
+// checkers are reused from check to check: a checker's maps were a tenth of
+// the allocations of a short check, and the garbage they made slowed the rest.
+var checkers = sync.Pool{New: func() any {
+	return &checker{vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
+		aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
+		argsCache: map[*syntax.CallExpr][][]word{}}
+}}
+
+// maxPooledEntries bounds the maps of a checker that goes back to the pool:
+// clearing maps grown by a large script would cost every later check.
+const maxPooledEntries = 256
+
 func (p *Policy) newChecker() *checker {
-	return &checker{p: p, vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
-		aliases: map[string]string{}, inCall: map[string]bool{}}
+	c := checkers.Get().(*checker)
+	c.p = p
+	return c
+}
+
+// release empties c and returns it to the pool. Nothing of it may be used
+// after: the decision is a copy, and a trace is handed over, not kept.
+func (c *checker) release() {
+	n := len(c.vars) + len(c.bombs) + len(c.funcs) + len(c.aliases) + len(c.inCall) + len(c.judged) + len(c.argsCache)
+	if n > maxPooledEntries {
+		return
+	}
+	clear(c.vars)
+	clear(c.bombs)
+	clear(c.funcs)
+	clear(c.aliases)
+	clear(c.inCall)
+	clear(c.judged)
+	clear(c.argsCache)
+	clear(c.fetchedVars)
+	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0]}
+	checkers.Put(c)
 }
 
 func (c *checker) decision() Decision {
@@ -527,7 +564,7 @@ type funcDef struct {
 // bindArgs makes a call's static arguments the positional parameters ($0 is
 // name), as candidates added to what the script already binds.
 func (c *checker) bindArgs(name string, args []word) {
-	c.argsCache = nil // the words of the body now read differently
+	clear(c.argsCache) // the words of the body now read differently
 	c.generation++
 	c.vars.add("0", name)
 	var elems []string
@@ -558,10 +595,31 @@ type cmdContext struct {
 	redirIn   bool     // stdin comes from a here-document or here-string
 }
 
+// walkState is what one walk learns about simple commands before it reaches
+// them. Its maps are made on first use: most scripts have neither a pipeline
+// nor a here-document.
+type walkState struct {
+	ctxs  map[*syntax.CallExpr]cmdContext
+	inner map[*syntax.BinaryCmd]bool // pipes already seen as part of a longer pipeline
+}
+
+func (ws *walkState) setCtx(call *syntax.CallExpr, ctx cmdContext) {
+	if ws.ctxs == nil {
+		ws.ctxs = map[*syntax.CallExpr]cmdContext{}
+	}
+	ws.ctxs[call] = ctx
+}
+
+func (ws *walkState) setInner(b *syntax.BinaryCmd) {
+	if ws.inner == nil {
+		ws.inner = map[*syntax.BinaryCmd]bool{}
+	}
+	ws.inner[b] = true
+}
+
 // walk judges every statement of a parsed script, in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
-	ctxs := map[*syntax.CallExpr]cmdContext{}
-	inner := map[*syntax.BinaryCmd]bool{} // pipes already seen as part of a longer pipeline
+	var ws walkState
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if c.done() {
 			return false
@@ -571,13 +629,13 @@ func (c *checker) walk(src string, f syntax.Node, depth int) {
 		case *syntax.Word:
 			return mayHoldCommands(n)
 		case *syntax.BinaryCmd:
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !inner[n] {
-				c.pipeline(src, n, ctxs, inner)
+			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
+				c.pipeline(src, n, &ws)
 			}
 		case *syntax.Stmt:
-			c.redirects(src, n, ctxs)
+			c.redirects(src, n, &ws)
 		case *syntax.CallExpr:
-			c.call(src, n, ctxs[n], depth)
+			c.call(src, n, ws.ctxs[n], depth)
 		case *syntax.DeclClause: // export, declare, local, readonly, typeset
 			for _, as := range n.Args {
 				if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
@@ -596,20 +654,9 @@ func (c *checker) walk(src string, f syntax.Node, depth int) {
 }
 
 // pipeline records, for each stage, what flows into it.
-func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.CallExpr]cmdContext, inner map[*syntax.BinaryCmd]bool) {
-	var stages []*syntax.Stmt
-	var flatten func(s *syntax.Stmt)
-	flatten = func(s *syntax.Stmt) {
-		if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
-			inner[bc] = true
-			flatten(bc.X)
-			flatten(bc.Y)
-			return
-		}
-		stages = append(stages, s)
-	}
-	flatten(b.X)
-	flatten(b.Y)
+func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
+	stages := appendStages(nil, b.X, ws)
+	stages = appendStages(stages, b.Y, ws)
 	fetched := false
 	for i, st := range stages {
 		if i > 0 {
@@ -624,14 +671,25 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.Cal
 			// The stage's commands read the pipe: the stage itself, or the commands
 			// of a group or subshell it is ({ sh; }, (bash)).
 			for _, call := range readers(st) {
-				ctx := ctxs[call]
+				ctx := ws.ctxs[call]
 				ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
 				ctx.stdin, ctx.stdinKnow = stdin, stdinKnow
-				ctxs[call] = ctx
+				ws.setCtx(call, ctx)
 			}
 		}
 		fetched = fetched || c.fetches(src, st)
 	}
+}
+
+// appendStages appends the stages of a pipeline statement, flattening the
+// nested pipes of a longer pipeline (a | b | c), which it marks as seen.
+func appendStages(stages []*syntax.Stmt, s *syntax.Stmt, ws *walkState) []*syntax.Stmt {
+	if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
+		ws.setInner(bc)
+		stages = appendStages(stages, bc.X, ws)
+		return appendStages(stages, bc.Y, ws)
+	}
+	return append(stages, s)
 }
 
 // readers returns the simple commands of a pipeline stage that read its stdin:
@@ -879,7 +937,7 @@ func (c *checker) fetches(src string, n syntax.Node) bool {
 
 // redirects judges a statement's redirections, and notes here-documents fed to
 // the command.
-func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallExpr]cmdContext) {
+func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 	for _, r := range st.Redirs {
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
@@ -887,7 +945,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			if !ok {
 				continue
 			}
-			ctx := ctxs[call]
+			ctx := ws.ctxs[call]
 			ctx.redirIn = true
 			body := r.Hdoc
 			if r.Op == syntax.WordHdoc {
@@ -898,7 +956,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			} else if body != nil && c.fetchedText(sourceOf(src, body)) {
 				ctx.fromFetch = true // bash <<< "$(curl ...)"
 			}
-			ctxs[call] = ctx
+			ws.setCtx(call, ctx)
 			continue
 		case syntax.DplOut, syntax.DplIn:
 			if fd := r.Word.Lit(); fd == "-" || isDigits(strings.TrimSuffix(fd, "-")) {
@@ -921,10 +979,10 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			if r.Op == syntax.RdrIn {
 				if call, isCall := st.Cmd.(*syntax.CallExpr); isCall {
 					// sh < <(curl ...): the shell's stdin is another command's output.
-					ctx := ctxs[call]
+					ctx := ws.ctxs[call]
 					ctx.redirIn = true
 					ctx.fromFetch = ctx.fromFetch || c.fetchedText(sourceOf(src, r.Word))
-					ctxs[call] = ctx
+					ws.setCtx(call, ctx)
 				}
 			}
 			continue
