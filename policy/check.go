@@ -123,6 +123,8 @@ type checker struct {
 	cwd string
 	// trace, when not nil, records the steps (Explain).
 	trace []Step
+	// argvBuf holds the argvs of the check's simple commands.
+	argvBuf argvBuf
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -158,8 +160,11 @@ func (c *checker) release() {
 	clear(c.judged)
 	clear(c.argsCache)
 	clear(c.fetchedVars)
+	if !c.argvBuf.reset() {
+		return
+	}
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0]}
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf}
 	checkers.Put(c)
 }
 
@@ -1068,7 +1073,7 @@ func partMayHoldCommands(part syntax.WordPart) bool {
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	// The common case, every word with one reading, builds one argv and nothing
 	// else; perWord is made only once a word has several readings.
-	argv := make([]word, 0, len(args))
+	argv := c.argvBuf.argv(len(args))
 	var perWord [][][]word
 	total := 1
 	for _, a := range args {
@@ -1092,7 +1097,7 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 		total = min(total*len(alts), maxArgvAlts+1)
 	}
 	if perWord == nil {
-		return [][]word{argv}
+		return c.argvBuf.one(argv)
 	}
 	if total <= maxArgvAlts {
 		alts := [][]word{nil}
@@ -1114,6 +1119,54 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 		}
 	}
 	return alts
+}
+
+// argvBuf hands out the argvs of one check from shared arrays: every simple
+// command has one, each was two allocations of its own, and all of them live
+// until the check ends (argsCache keeps them), so none is freed early.
+type argvBuf struct {
+	words []word   // argvs, one after another
+	lists [][]word // the one-argv lists expandArgs returns
+}
+
+// Sizes of argvBuf's arrays: a new array is this long unless one argv needs
+// more; a checker whose arrays grew past maxArgvBuf is not pooled.
+const (
+	argvBufChunk = 256
+	maxArgvBuf   = 4096
+)
+
+// argv returns an empty argv with room for n words. Its capacity is exactly n,
+// so that an append past it copies instead of writing over the next argv.
+func (b *argvBuf) argv(n int) []word {
+	if cap(b.words)-len(b.words) < n {
+		b.words = make([]word, 0, max(n, argvBufChunk))
+	}
+	start := len(b.words)
+	b.words = b.words[:start+n]
+	return b.words[start:start:start+n]
+}
+
+// one returns the list of the one argv argv.
+func (b *argvBuf) one(argv []word) [][]word {
+	if cap(b.lists) == len(b.lists) {
+		b.lists = make([][]word, 0, argvBufChunk)
+	}
+	b.lists = append(b.lists, argv)
+	n := len(b.lists)
+	return b.lists[n-1 : n : n]
+}
+
+// reset empties the buffer for the next check, dropping what it points to; it
+// reports false when the arrays grew too large to keep.
+func (b *argvBuf) reset() bool {
+	if cap(b.words) > maxArgvBuf || cap(b.lists) > maxArgvBuf {
+		return false
+	}
+	clear(b.words)
+	clear(b.lists)
+	b.words, b.lists = b.words[:0], b.lists[:0]
+	return true
 }
 
 // simpleWord expands a word that has one reading and needs no splitting: plain
@@ -1147,7 +1200,7 @@ func plainWord(w *syntax.Word) (string, bool) {
 	}
 	switch p := w.Parts[0].(type) {
 	case *syntax.Lit:
-		return p.Value, !hasByteOf(p.Value, `\*?[{`)
+		return p.Value, !plainSpecial.in(p.Value)
 	case *syntax.SglQuoted:
 		return p.Value, !p.Dollar
 	}
