@@ -125,6 +125,8 @@ type checker struct {
 	trace []Step
 	// argvBuf holds the argvs of the check's simple commands.
 	argvBuf argvBuf
+	// visits are the nodes collect visited, in order, until replay judges them.
+	visits []syntax.Node
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -138,6 +140,10 @@ var checkers = sync.Pool{New: func() any {
 // maxPooledEntries bounds the maps of a checker that goes back to the pool:
 // clearing maps grown by a large script would cost every later check.
 const maxPooledEntries = 256
+
+// maxPooledVisits bounds, likewise, the visits of a checker that goes back to
+// the pool.
+const maxPooledVisits = 1 << 14
 
 func (p *Policy) newChecker() *checker {
 	c := checkers.Get().(*checker)
@@ -160,11 +166,13 @@ func (c *checker) release() {
 	clear(c.judged)
 	clear(c.argsCache)
 	clear(c.fetchedVars)
-	if !c.argvBuf.reset() {
+	if !c.argvBuf.reset() || cap(c.visits) > maxPooledVisits {
 		return
 	}
+	clear(c.visits) // empty already, unless a check panicked
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf}
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf,
+		visits: c.visits[:0]}
 	checkers.Put(c)
 }
 
@@ -228,14 +236,17 @@ func (c *checker) script(src string, depth int) {
 		c.denyPatterns(src)
 		return
 	}
-	before := c.stateSize()
-	if mayBind(src) {
-		c.collect(src, f)
+	if !mayBind(src) {
+		c.walk(src, f, depth)
+		return
 	}
+	before := c.stateSize()
+	start := len(c.visits)
+	c.collect(src, f)
 	if c.stateSize() != before {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
-	c.walk(src, f, depth)
+	c.replay(src, start, depth)
 }
 
 // writeTargets are files whose writing does what a refused command does.
@@ -333,8 +344,11 @@ var bindingWords = []string{"for", "select", "function", "set", "alias", "printf
 
 // collect records the script's literal assignments and its self-spawning functions
 // before anything is judged, so that a use before the assignment is followed too.
+// It records the nodes it visits in c.visits, for replay to judge without a
+// second walk.
 func (c *checker) collect(src string, f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
+		c.visits = append(c.visits, n)
 		c.step()
 		switch n := n.(type) {
 		case *syntax.Word:
@@ -625,37 +639,55 @@ func (ws *walkState) setInner(b *syntax.BinaryCmd) {
 // walk judges every statement of a parsed script, in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
 	var ws walkState
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if c.done() {
-			return false
+	syntax.Walk(f, func(n syntax.Node) bool { return c.visit(src, n, &ws, depth) })
+}
+
+// replay judges the nodes collect recorded from c.visits[start:], as walk
+// would judge them: walk visits the same nodes in the same order (syntax.Walk's
+// closing nil calls included, which count as steps), because both prune only
+// the words that hold no commands, and a walk after a refusal judges nothing.
+func (c *checker) replay(src string, start, depth int) {
+	var ws walkState
+	end := len(c.visits)
+	// A nested script, judged meanwhile, records after end and truncates back.
+	for i := start; i < end && !c.done(); i++ {
+		c.visit(src, c.visits[i], &ws, depth)
+	}
+	clear(c.visits[start:end])
+	c.visits = c.visits[:start]
+}
+
+// visit judges one node of a walk; it reports whether to look inside it.
+func (c *checker) visit(src string, n syntax.Node, ws *walkState, depth int) bool {
+	if c.done() {
+		return false
+	}
+	c.step()
+	switch n := n.(type) {
+	case *syntax.Word:
+		return mayHoldCommands(n)
+	case *syntax.BinaryCmd:
+		if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
+			c.pipeline(src, n, ws)
 		}
-		c.step()
-		switch n := n.(type) {
-		case *syntax.Word:
-			return mayHoldCommands(n)
-		case *syntax.BinaryCmd:
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
-				c.pipeline(src, n, &ws)
-			}
-		case *syntax.Stmt:
-			c.redirects(src, n, &ws)
-		case *syntax.CallExpr:
-			c.call(src, n, ws.ctxs[n], depth)
-		case *syntax.DeclClause: // export, declare, local, readonly, typeset
-			for _, as := range n.Args {
-				if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
-					if v, ok := c.staticString(as.Value); ok {
-						c.codeVar(as.Name.Value, v, depth)
-					}
+	case *syntax.Stmt:
+		c.redirects(src, n, ws)
+	case *syntax.CallExpr:
+		c.call(src, n, ws.ctxs[n], depth)
+	case *syntax.DeclClause: // export, declare, local, readonly, typeset
+		for _, as := range n.Args {
+			if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+				if v, ok := c.staticString(as.Value); ok {
+					c.codeVar(as.Name.Value, v, depth)
 				}
 			}
-		case *syntax.LetClause:
-			for _, e := range n.Exprs {
-				c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
-			}
 		}
-		return !c.done()
-	})
+	case *syntax.LetClause:
+		for _, e := range n.Exprs {
+			c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
+		}
+	}
+	return !c.done()
 }
 
 // pipeline records, for each stage, what flows into it.
@@ -1144,7 +1176,7 @@ func (b *argvBuf) argv(n int) []word {
 	}
 	start := len(b.words)
 	b.words = b.words[:start+n]
-	return b.words[start:start:start+n]
+	return b.words[start : start : start+n]
 }
 
 // one returns the list of the one argv argv.
