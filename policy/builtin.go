@@ -292,12 +292,26 @@ func (c *checker) anyRootPath(ws []word) bool {
 // ${HOME}, ${HOME:?msg}, ${HOME:-x}.
 var homeSpelling = regexp.MustCompile(`\$\{HOME(?:[:]?[-=?+][^}]*)?\}|\$HOME\b`)
 
+// mentionsHome reports whether s may hold a homeSpelling: every match starts
+// with $HOME or ${HOME, and most words have neither, so the regexp is skipped.
+func mentionsHome(s string) bool {
+	return strings.Contains(s, "$HOME") || strings.Contains(s, "${HOME")
+}
+
+// homeToTilde writes every spelling of the home directory in s as ~.
+func homeToTilde(s string) string {
+	if !mentionsHome(s) {
+		return s
+	}
+	return homeSpelling.ReplaceAllString(s, "~")
+}
+
 // isRootPath reports whether a target is /, a home directory or above, or a
 // top-level system directory, with any trailing "/", "/*" or "/.*", however it
 // is spelt: ~root, ~/.., ${HOME:?}, //etc, /proc/self/root/usr.
 func isRootPath(w word) bool {
 	s := strings.ReplaceAll(w.s, `"`, "")
-	s = homeSpelling.ReplaceAllString(s, "~")
+	s = homeToTilde(s)
 	if w.dynamic && !strings.HasPrefix(s, "~") {
 		// Only $HOME is known to be a root of something; other dynamic targets are
 		// unknown, not root.

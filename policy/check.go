@@ -29,6 +29,7 @@ func (p *Policy) Check(command string) Decision {
 		return p.tooLarge(len(command))
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.script(command, 0)
 	return c.decision()
 }
@@ -50,6 +51,7 @@ func (p *Policy) Explain(command string) (Decision, []Step) {
 		return p.Check(command), nil
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.trace = []Step{}
 	c.script(command, 0)
 	return c.decision(), c.trace
@@ -61,6 +63,7 @@ func (p *Policy) ExplainArgv(argv []string) (Decision, []Step) {
 		return p.CheckArgv(argv), nil
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.trace = []Step{}
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision(), c.trace
@@ -77,6 +80,7 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 		return p.tooLarge(n)
 	}
 	c := p.newChecker()
+	defer c.release()
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision()
 }
@@ -119,11 +123,57 @@ type checker struct {
 	cwd string
 	// trace, when not nil, records the steps (Explain).
 	trace []Step
+	// argvBuf holds the argvs of the check's simple commands.
+	argvBuf argvBuf
+	// visits are the nodes collect visited, in order, until replay judges them.
+	visits []syntax.Node
 }
 
+// checkers are reused from check to check: a checker's maps were a tenth of
+// the allocations of a short check, and the garbage they made slowed the rest.
+var checkers = sync.Pool{New: func() any {
+	return &checker{vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
+		aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
+		argsCache: map[*syntax.CallExpr][][]word{}}
+}}
+
+// maxPooledEntries bounds the maps of a checker that goes back to the pool:
+// clearing maps grown by a large script would cost every later check.
+const maxPooledEntries = 256
+
+// maxPooledVisits bounds, likewise, the visits of a checker that goes back to
+// the pool.
+const maxPooledVisits = 1 << 14
+
 func (p *Policy) newChecker() *checker {
-	return &checker{p: p, vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
-		aliases: map[string]string{}, inCall: map[string]bool{}}
+	c := checkers.Get().(*checker)
+	c.p = p
+	return c
+}
+
+// release empties c and returns it to the pool. Nothing of it may be used
+// after: the decision is a copy, and a trace is handed over, not kept.
+func (c *checker) release() {
+	n := len(c.vars) + len(c.bombs) + len(c.funcs) + len(c.aliases) + len(c.inCall) + len(c.judged) + len(c.argsCache)
+	if n > maxPooledEntries {
+		return
+	}
+	clear(c.vars)
+	clear(c.bombs)
+	clear(c.funcs)
+	clear(c.aliases)
+	clear(c.inCall)
+	clear(c.judged)
+	clear(c.argsCache)
+	clear(c.fetchedVars)
+	if !c.argvBuf.reset() || cap(c.visits) > maxPooledVisits {
+		return
+	}
+	clear(c.visits) // empty already, unless a check panicked
+	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf,
+		visits: c.visits[:0]}
+	checkers.Put(c)
 }
 
 func (c *checker) decision() Decision {
@@ -186,14 +236,17 @@ func (c *checker) script(src string, depth int) {
 		c.denyPatterns(src)
 		return
 	}
-	before := c.stateSize()
-	if mayBind(src) {
-		c.collect(src, f)
+	if !mayBind(src) {
+		c.walk(src, f, depth)
+		return
 	}
+	before := c.stateSize()
+	start := len(c.visits)
+	c.collect(src, f)
 	if c.stateSize() != before {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
-	c.walk(src, f, depth)
+	c.replay(src, start, depth)
 }
 
 // writeTargets are files whose writing does what a refused command does.
@@ -209,7 +262,7 @@ func (c *checker) writeTo(target, match string) {
 	if alwaysPass[target] {
 		return
 	}
-	p := systemPath(homeSpelling.ReplaceAllString(strings.ReplaceAll(target, `"`, ""), "~"))
+	p := systemPath(homeToTilde(strings.ReplaceAll(target, `"`, "")))
 	if rule, ok := writeTargets[p]; ok {
 		c.refuse(rule, match)
 		return
@@ -291,8 +344,11 @@ var bindingWords = []string{"for", "select", "function", "set", "alias", "printf
 
 // collect records the script's literal assignments and its self-spawning functions
 // before anything is judged, so that a use before the assignment is followed too.
+// It records the nodes it visits in c.visits, for replay to judge without a
+// second walk.
 func (c *checker) collect(src string, f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
+		c.visits = append(c.visits, n)
 		c.step()
 		switch n := n.(type) {
 		case *syntax.Word:
@@ -527,7 +583,7 @@ type funcDef struct {
 // bindArgs makes a call's static arguments the positional parameters ($0 is
 // name), as candidates added to what the script already binds.
 func (c *checker) bindArgs(name string, args []word) {
-	c.argsCache = nil // the words of the body now read differently
+	clear(c.argsCache) // the words of the body now read differently
 	c.generation++
 	c.vars.add("0", name)
 	var elems []string
@@ -558,58 +614,86 @@ type cmdContext struct {
 	redirIn   bool     // stdin comes from a here-document or here-string
 }
 
+// walkState is what one walk learns about simple commands before it reaches
+// them. Its maps are made on first use: most scripts have neither a pipeline
+// nor a here-document.
+type walkState struct {
+	ctxs  map[*syntax.CallExpr]cmdContext
+	inner map[*syntax.BinaryCmd]bool // pipes already seen as part of a longer pipeline
+}
+
+func (ws *walkState) setCtx(call *syntax.CallExpr, ctx cmdContext) {
+	if ws.ctxs == nil {
+		ws.ctxs = map[*syntax.CallExpr]cmdContext{}
+	}
+	ws.ctxs[call] = ctx
+}
+
+func (ws *walkState) setInner(b *syntax.BinaryCmd) {
+	if ws.inner == nil {
+		ws.inner = map[*syntax.BinaryCmd]bool{}
+	}
+	ws.inner[b] = true
+}
+
 // walk judges every statement of a parsed script, in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
-	ctxs := map[*syntax.CallExpr]cmdContext{}
-	inner := map[*syntax.BinaryCmd]bool{} // pipes already seen as part of a longer pipeline
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if c.done() {
-			return false
+	var ws walkState
+	syntax.Walk(f, func(n syntax.Node) bool { return c.visit(src, n, &ws, depth) })
+}
+
+// replay judges the nodes collect recorded from c.visits[start:], as walk
+// would judge them: walk visits the same nodes in the same order (syntax.Walk's
+// closing nil calls included, which count as steps), because both prune only
+// the words that hold no commands, and a walk after a refusal judges nothing.
+func (c *checker) replay(src string, start, depth int) {
+	var ws walkState
+	end := len(c.visits)
+	// A nested script, judged meanwhile, records after end and truncates back.
+	for i := start; i < end && !c.done(); i++ {
+		c.visit(src, c.visits[i], &ws, depth)
+	}
+	clear(c.visits[start:end])
+	c.visits = c.visits[:start]
+}
+
+// visit judges one node of a walk; it reports whether to look inside it.
+func (c *checker) visit(src string, n syntax.Node, ws *walkState, depth int) bool {
+	if c.done() {
+		return false
+	}
+	c.step()
+	switch n := n.(type) {
+	case *syntax.Word:
+		return mayHoldCommands(n)
+	case *syntax.BinaryCmd:
+		if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
+			c.pipeline(src, n, ws)
 		}
-		c.step()
-		switch n := n.(type) {
-		case *syntax.Word:
-			return mayHoldCommands(n)
-		case *syntax.BinaryCmd:
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !inner[n] {
-				c.pipeline(src, n, ctxs, inner)
-			}
-		case *syntax.Stmt:
-			c.redirects(src, n, ctxs)
-		case *syntax.CallExpr:
-			c.call(src, n, ctxs[n], depth)
-		case *syntax.DeclClause: // export, declare, local, readonly, typeset
-			for _, as := range n.Args {
-				if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
-					if v, ok := c.staticString(as.Value); ok {
-						c.codeVar(as.Name.Value, v, depth)
-					}
+	case *syntax.Stmt:
+		c.redirects(src, n, ws)
+	case *syntax.CallExpr:
+		c.call(src, n, ws.ctxs[n], depth)
+	case *syntax.DeclClause: // export, declare, local, readonly, typeset
+		for _, as := range n.Args {
+			if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+				if v, ok := c.staticString(as.Value); ok {
+					c.codeVar(as.Name.Value, v, depth)
 				}
 			}
-		case *syntax.LetClause:
-			for _, e := range n.Exprs {
-				c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
-			}
 		}
-		return !c.done()
-	})
+	case *syntax.LetClause:
+		for _, e := range n.Exprs {
+			c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
+		}
+	}
+	return !c.done()
 }
 
 // pipeline records, for each stage, what flows into it.
-func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.CallExpr]cmdContext, inner map[*syntax.BinaryCmd]bool) {
-	var stages []*syntax.Stmt
-	var flatten func(s *syntax.Stmt)
-	flatten = func(s *syntax.Stmt) {
-		if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
-			inner[bc] = true
-			flatten(bc.X)
-			flatten(bc.Y)
-			return
-		}
-		stages = append(stages, s)
-	}
-	flatten(b.X)
-	flatten(b.Y)
+func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
+	stages := appendStages(nil, b.X, ws)
+	stages = appendStages(stages, b.Y, ws)
 	fetched := false
 	for i, st := range stages {
 		if i > 0 {
@@ -624,14 +708,25 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ctxs map[*syntax.Cal
 			// The stage's commands read the pipe: the stage itself, or the commands
 			// of a group or subshell it is ({ sh; }, (bash)).
 			for _, call := range readers(st) {
-				ctx := ctxs[call]
+				ctx := ws.ctxs[call]
 				ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
 				ctx.stdin, ctx.stdinKnow = stdin, stdinKnow
-				ctxs[call] = ctx
+				ws.setCtx(call, ctx)
 			}
 		}
 		fetched = fetched || c.fetches(src, st)
 	}
+}
+
+// appendStages appends the stages of a pipeline statement, flattening the
+// nested pipes of a longer pipeline (a | b | c), which it marks as seen.
+func appendStages(stages []*syntax.Stmt, s *syntax.Stmt, ws *walkState) []*syntax.Stmt {
+	if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) {
+		ws.setInner(bc)
+		stages = appendStages(stages, bc.X, ws)
+		return appendStages(stages, bc.Y, ws)
+	}
+	return append(stages, s)
 }
 
 // readers returns the simple commands of a pipeline stage that read its stdin:
@@ -879,7 +974,7 @@ func (c *checker) fetches(src string, n syntax.Node) bool {
 
 // redirects judges a statement's redirections, and notes here-documents fed to
 // the command.
-func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallExpr]cmdContext) {
+func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 	for _, r := range st.Redirs {
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
@@ -887,7 +982,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			if !ok {
 				continue
 			}
-			ctx := ctxs[call]
+			ctx := ws.ctxs[call]
 			ctx.redirIn = true
 			body := r.Hdoc
 			if r.Op == syntax.WordHdoc {
@@ -898,7 +993,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			} else if body != nil && c.fetchedText(sourceOf(src, body)) {
 				ctx.fromFetch = true // bash <<< "$(curl ...)"
 			}
-			ctxs[call] = ctx
+			ws.setCtx(call, ctx)
 			continue
 		case syntax.DplOut, syntax.DplIn:
 			if fd := r.Word.Lit(); fd == "-" || isDigits(strings.TrimSuffix(fd, "-")) {
@@ -910,7 +1005,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 		}
 		target, ok := c.staticString(r.Word)
 		if !ok && r.Op != syntax.RdrIn {
-			if text := sourceOf(src, r.Word); homeSpelling.MatchString(text) {
+			if text := sourceOf(src, r.Word); mentionsHome(text) && homeSpelling.MatchString(text) {
 				c.writeTo(text, r.Op.String()+" "+text) // > "$HOME/.bash_history"
 				if c.done() {
 					return
@@ -921,10 +1016,10 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ctxs map[*syntax.CallEx
 			if r.Op == syntax.RdrIn {
 				if call, isCall := st.Cmd.(*syntax.CallExpr); isCall {
 					// sh < <(curl ...): the shell's stdin is another command's output.
-					ctx := ctxs[call]
+					ctx := ws.ctxs[call]
 					ctx.redirIn = true
 					ctx.fromFetch = ctx.fromFetch || c.fetchedText(sourceOf(src, r.Word))
-					ctxs[call] = ctx
+					ws.setCtx(call, ctx)
 				}
 			}
 			continue
@@ -1010,7 +1105,7 @@ func partMayHoldCommands(part syntax.WordPart) bool {
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	// The common case, every word with one reading, builds one argv and nothing
 	// else; perWord is made only once a word has several readings.
-	argv := make([]word, 0, len(args))
+	argv := c.argvBuf.argv(len(args))
 	var perWord [][][]word
 	total := 1
 	for _, a := range args {
@@ -1034,7 +1129,7 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 		total = min(total*len(alts), maxArgvAlts+1)
 	}
 	if perWord == nil {
-		return [][]word{argv}
+		return c.argvBuf.one(argv)
 	}
 	if total <= maxArgvAlts {
 		alts := [][]word{nil}
@@ -1056,6 +1151,54 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 		}
 	}
 	return alts
+}
+
+// argvBuf hands out the argvs of one check from shared arrays: every simple
+// command has one, each was two allocations of its own, and all of them live
+// until the check ends (argsCache keeps them), so none is freed early.
+type argvBuf struct {
+	words []word   // argvs, one after another
+	lists [][]word // the one-argv lists expandArgs returns
+}
+
+// Sizes of argvBuf's arrays: a new array is this long unless one argv needs
+// more; a checker whose arrays grew past maxArgvBuf is not pooled.
+const (
+	argvBufChunk = 256
+	maxArgvBuf   = 4096
+)
+
+// argv returns an empty argv with room for n words. Its capacity is exactly n,
+// so that an append past it copies instead of writing over the next argv.
+func (b *argvBuf) argv(n int) []word {
+	if cap(b.words)-len(b.words) < n {
+		b.words = make([]word, 0, max(n, argvBufChunk))
+	}
+	start := len(b.words)
+	b.words = b.words[:start+n]
+	return b.words[start : start : start+n]
+}
+
+// one returns the list of the one argv argv.
+func (b *argvBuf) one(argv []word) [][]word {
+	if cap(b.lists) == len(b.lists) {
+		b.lists = make([][]word, 0, argvBufChunk)
+	}
+	b.lists = append(b.lists, argv)
+	n := len(b.lists)
+	return b.lists[n-1 : n : n]
+}
+
+// reset empties the buffer for the next check, dropping what it points to; it
+// reports false when the arrays grew too large to keep.
+func (b *argvBuf) reset() bool {
+	if cap(b.words) > maxArgvBuf || cap(b.lists) > maxArgvBuf {
+		return false
+	}
+	clear(b.words)
+	clear(b.lists)
+	b.words, b.lists = b.words[:0], b.lists[:0]
+	return true
 }
 
 // simpleWord expands a word that has one reading and needs no splitting: plain
@@ -1089,7 +1232,7 @@ func plainWord(w *syntax.Word) (string, bool) {
 	}
 	switch p := w.Parts[0].(type) {
 	case *syntax.Lit:
-		return p.Value, !strings.ContainsAny(p.Value, `\*?[{`)
+		return p.Value, !plainSpecial.in(p.Value)
 	case *syntax.SglQuoted:
 		return p.Value, !p.Dollar
 	}

@@ -195,7 +195,7 @@ func ParseConfig(data []byte) (Config, error) {
 // globRegexp compiles a path glob: * and ? stay within a component, ** spans
 // components, [...] is a class; a leading $HOME is ~.
 func globRegexp(g string) (*regexp.Regexp, error) {
-	g = homeSpelling.ReplaceAllString(g, "~")
+	g = homeToTilde(g)
 	if g == "" || !strings.HasPrefix(g, "/") && !strings.HasPrefix(g, "~") {
 		return nil, fmt.Errorf("%q is not an absolute path or one under ~", g)
 	}

@@ -453,8 +453,17 @@ func (c *checker) staticString(w *syntax.Word) (string, bool) {
 	if w == nil {
 		return "", true
 	}
+	if len(w.Parts) == 1 { // the common case: one literal or quoted string
+		if sg, ok := staticPart(w.Parts[0], true); ok {
+			return sg.s, true
+		}
+	}
 	var b strings.Builder
 	for _, part := range w.Parts {
+		if sg, ok := staticPart(part, true); ok { // as partSegments would, without its slices
+			b.WriteString(sg.s)
+			continue
+		}
 		alts := c.partSegments("", part, true)
 		if len(alts) != 1 {
 			return "", false
@@ -472,7 +481,7 @@ func (c *checker) staticString(w *syntax.Word) (string, bool) {
 // unescapeLit removes the backslashes of an unquoted (or double-quoted) literal and
 // reports whether it has unquoted glob characters.
 func unescapeLit(s string, quoted bool) (string, bool) {
-	if !strings.ContainsAny(s, `\*?[`) {
+	if !litSpecial.in(s) {
 		return s, false
 	}
 	var b strings.Builder
@@ -498,6 +507,34 @@ func unescapeLit(s string, quoted bool) (string, bool) {
 	}
 	return b.String(), glob
 }
+
+// byteSet is a set of bytes, built once, to scan the short literals of every
+// word: strings.ContainsAny builds its set on each call, which costs more than
+// the scan.
+type byteSet [256]bool
+
+func newByteSet(chars string) *byteSet {
+	var set byteSet
+	for i := 0; i < len(chars); i++ {
+		set[chars[i]] = true
+	}
+	return &set
+}
+
+// in reports whether s holds a byte of the set.
+func (set *byteSet) in(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if set[s[i]] {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	litSpecial   = newByteSet(`\*?[`)  // what unescapeLit has to rewrite or note
+	plainSpecial = newByteSet(`\*?[{`) // and braces: what makes a literal not plain
+)
 
 // ansiC decodes the escapes of a $'...' string.
 func ansiC(s string) string {
