@@ -470,7 +470,11 @@ func afterOptions(args []word, optsWithValue string, longWithValue []string) []w
 // unwrapQuiet strips wrappers without judging them, to name the command a
 // pipeline stage runs.
 func (c *checker) unwrapQuiet(argv []word) []word {
-	quiet := &checker{p: &Policy{mode: c.p.mode}, vars: c.vars, bombs: c.bombs}
+	// Every map a checker writes is its own here: a variable holding code run
+	// by a wrapper (GIT_SSH_COMMAND='f(){ :; }') defines functions in it.
+	quiet := &checker{p: &Policy{mode: c.p.mode}, vars: c.vars, bombs: c.bombs, funcs: map[string]funcDef{},
+		aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
+		argsCache: map[*syntax.CallExpr][][]word{}}
 	cmd, _, _, _ := quiet.unwrap(argv, &cmdContext{})
 	if cmd == nil && len(argv) > 0 && (commandName(argv[0].s) == "sudo" || commandName(argv[0].s) == "doas") {
 		return argv[1:]
