@@ -3,6 +3,7 @@ package executor
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/internal/initproto"
 	"github.com/airlock-sandbox/airlock/store"
 )
 
@@ -53,6 +55,9 @@ type job struct {
 	CreatedAt   time.Time         `json:"created_at"`
 	Deadline    time.Time         `json:"deadline,omitzero"` // from the timeout; zero: none
 	ContainerID string            `json:"container_id,omitempty"`
+	// Marker is set when airlock's init runs the job: the secret that starts
+	// the init's report in the job's stdout log (docs/DESIGN.md, "The init").
+	Marker string `json:"marker,omitempty"`
 
 	StartedAt   time.Time `json:"started_at"`
 	FinishedAt  time.Time `json:"finished_at,omitzero"`
@@ -77,7 +82,37 @@ type killOrder struct {
 	At      time.Time `json:"at"`
 	ForceAt time.Time `json:"force_at,omitzero"` // SIGKILL then; zero: never
 	Forced  bool      `json:"forced,omitempty"`
+	// BackstopAt is when the engine's SIGKILL follows the SIGKILL airlock's
+	// init was asked to carry out (see killSignal), if the job still runs.
+	BackstopAt   time.Time `json:"backstop_at,omitzero"`
+	BackstopDone bool      `json:"backstop_done,omitempty"`
 }
+
+// killSignal is how sig reaches the job's container. Under airlock's init a
+// SIGKILL goes to the init as initproto.ForceKill: it ends every process with
+// SIGKILL and still reports, where the engine's SIGKILL would end the init
+// and the report with it. The engine's own SIGKILL is the backstop.
+func (j *job) killSignal(sig string) string {
+	if j.Marker != "" && sig == "SIGKILL" {
+		return strconv.Itoa(initproto.ForceKill)
+	}
+	return sig
+}
+
+// backstop is when the engine's SIGKILL follows one sent through the init.
+func (j *job) backstop(now time.Time) time.Time {
+	if j.Marker == "" {
+		return time.Time{}
+	}
+	return now.Add(jobInitBackstop)
+}
+
+// jobInitBackstop is how long the host gives a job's init to end it, at a
+// SIGKILL or past its deadline's grace, before the engine's SIGKILL. It is
+// longer than a run's (initBackstop): the init may still be passing on what
+// the command wrote before it died, through the engine's log, which takes it
+// one line at a time (a few thousand lines a second on a loaded engine).
+const jobInitBackstop = 30 * time.Second
 
 func (j *job) ended() bool { return j.State != StateRunning }
 
@@ -193,6 +228,26 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	plan.LogCap = j.LogCap
 	plan.Labels[LabelStore] = e.store.ID()
 	delete(plan.Labels, LabelDeadline)
+	// airlock's init runs the job: it keeps the deadline and counts and
+	// measures exactly; its request goes first on the job's stdin.
+	if plan.InitVolume, err = e.initVolume(ctx); err != nil {
+		return fail(err)
+	}
+	var stdin string
+	if plan.InitVolume != "" {
+		j.Marker = "airlock-report-" + NewID() + NewID() + " "
+		plan.OpenStdin = true
+		req := e.initRequest(s, plan.Cmd, plan.Env, plan.Workdir)
+		req.Keep, req.Marker = j.LogCap, j.Marker
+		line, _ := json.Marshal(req)
+		stdin = string(line) + "\n"
+		if err := e.put(j); err != nil { // the marker is recorded before the report can come
+			return fail(err)
+		}
+	}
+	if s.Stdin != nil {
+		stdin += *s.Stdin
+	}
 	sb, err := e.launch(ctx, plan, false)
 	if err != nil {
 		if sb != nil {
@@ -201,7 +256,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 		return fail(err)
 	}
 	if sb.att != nil {
-		e.feed(sb.att, *s.Stdin)
+		e.feed(sb.att, stdin)
 	}
 	j.ContainerID, j.StartedAt = sb.containerID, time.Now().UTC()
 	if s.Timeout > 0 {
@@ -338,6 +393,9 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 		if forceAfter > 0 && sig != "SIGKILL" {
 			k.ForceAt = now.Add(forceAfter)
 		}
+		if sig == "SIGKILL" {
+			k.BackstopAt = j.backstop(now)
+		}
 		if old := j.Kill; old != nil && !old.ForceAt.IsZero() && (k.ForceAt.IsZero() || old.ForceAt.Before(k.ForceAt)) {
 			k.ForceAt, k.Forced = old.ForceAt, old.Forced // an earlier escalation stands
 		}
@@ -351,7 +409,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 		msg := fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, j.State, j.ExitCode)
 		return KillResult{Process: j.process(), AlreadyEnded: true, Message: msg}, nil
 	}
-	if err := e.eng.Kill(ctx, containerRef(j), sig); err != nil {
+	if err := e.eng.Kill(ctx, containerRef(j), j.killSignal(sig)); err != nil {
 		return KillResult{}, e.engineErr("kill", err)
 	}
 	e.adopt(j)

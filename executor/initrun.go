@@ -13,12 +13,12 @@ import (
 // stdin, and its frames demultiplexed into the run's captures.
 
 // initRequest is the command of s for the init, with its environment and
-// working directory: a warm sandbox was started without them.
-func (e *Executor) initRequest(s Spec, sb *sandbox) initproto.Request {
+// working directory (a warm sandbox was started without them).
+func (e *Executor) initRequest(s Spec, argv, env []string, dir string) initproto.Request {
 	return initproto.Request{
-		Argv:      sb.argv,
-		Env:       sb.env,
-		Dir:       sb.dir,
+		Argv:      argv,
+		Env:       env,
+		Dir:       dir,
 		Stdin:     s.Stdin != nil,
 		TimeoutMS: s.Timeout.Duration().Milliseconds(),
 		GraceMS:   e.cfg.KillGrace.Milliseconds(),

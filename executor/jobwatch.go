@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/initproto"
 	"github.com/airlock-sandbox/airlock/store"
 )
 
@@ -81,6 +83,11 @@ type watcher struct {
 	werr   error // the first failed write to a log file
 	usage  usageMeter
 	j      *job // the record as last read
+	// report is what followed the init's marker on stdout in the current read:
+	// the init's report, which the cursor never counts as taken, so that a read
+	// after a crash gets it again.
+	report   []byte
+	inReport bool
 	// saved is what the record last got, so that an idle job costs no writes.
 	saved struct {
 		cur   logCursor
@@ -277,10 +284,16 @@ func (w *watcher) enforce(ctx context.Context, cid string) {
 	j := w.j
 	w.mu.Unlock()
 	k := j.Kill
-	if k == nil && !j.Deadline.IsZero() && now.After(j.Deadline) {
+	// Under airlock's init the init keeps the deadline itself; the watcher's
+	// is the backstop, past the grace, and goes straight to the engine's SIGKILL.
+	deadline := j.Deadline
+	if j.Marker != "" {
+		deadline = deadline.Add(e.cfg.KillGrace + jobInitBackstop)
+	}
+	if k == nil && !j.Deadline.IsZero() && now.After(deadline) {
 		order := &killOrder{Signal: "SIGTERM", Timeout: true, At: now, ForceAt: now.Add(e.cfg.KillGrace)}
-		if e.cfg.KillGrace == 0 {
-			order.Signal, order.Forced = "SIGKILL", true
+		if e.cfg.KillGrace == 0 || j.Marker != "" {
+			order.Signal, order.ForceAt, order.Forced = "SIGKILL", time.Time{}, true
 		}
 		nj, err := e.update(w.id, func(j *job) error {
 			if j.Kill == nil {
@@ -304,7 +317,7 @@ func (w *watcher) enforce(ctx context.Context, cid string) {
 	if k != nil && !k.ForceAt.IsZero() && !k.Forced && now.After(k.ForceAt) {
 		nj, err := e.update(w.id, func(j *job) error {
 			if j.Kill != nil {
-				j.Kill.Forced = true
+				j.Kill.Forced, j.Kill.BackstopAt = true, j.backstop(now)
 			}
 			return nil
 		})
@@ -313,8 +326,26 @@ func (w *watcher) enforce(ctx context.Context, cid string) {
 			return
 		}
 		w.setJob(nj)
-		if err := e.eng.Kill(ctx, cid, "SIGKILL"); err != nil {
+		if err := e.eng.Kill(ctx, cid, j.killSignal("SIGKILL")); err != nil {
 			e.cfg.Logger.Warn("SIGKILL after force_after", "id", w.id, "err", err)
+		}
+		return
+	}
+	if k != nil && !k.BackstopAt.IsZero() && !k.BackstopDone && now.After(k.BackstopAt) {
+		nj, err := e.update(w.id, func(j *job) error {
+			if j.Kill != nil {
+				j.Kill.BackstopDone = true
+			}
+			return nil
+		})
+		if err != nil {
+			e.cfg.Logger.Error("record the backstop's SIGKILL", "id", w.id, "err", err)
+			return
+		}
+		w.setJob(nj)
+		e.cfg.Logger.Warn("airlock's init did not end the job at SIGKILL; the engine kills it", "id", w.id)
+		if err := e.eng.Kill(ctx, cid, "SIGKILL"); err != nil {
+			e.cfg.Logger.Warn("SIGKILL of the backstop", "id", w.id, "err", err)
 		}
 	}
 }
@@ -331,6 +362,7 @@ func (w *watcher) read(ctx context.Context, cid string, follow bool) error {
 	w.mu.Lock()
 	since := w.cur.since()
 	w.replay = [2]int{}
+	w.report, w.inReport = nil, false
 	w.mu.Unlock()
 	return w.e.eng.Logs(ctx, cid, since, follow, w.take)
 }
@@ -345,6 +377,17 @@ func (w *watcher) take(f logFrame) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := &w.cur
+	if s == stdoutIdx && w.j.Marker != "" && (w.inReport || bytes.HasPrefix(f.Data, []byte(w.j.Marker))) {
+		if !w.inReport && c.Owed[s] { // the line before the marker's ended
+			w.write(s, []byte{'\n'})
+			c.Owed[s] = false
+		}
+		w.inReport = true
+		if len(w.report)+len(f.Data) <= maxReport {
+			w.report = append(w.report, f.Data...)
+		}
+		return nil
+	}
 	switch {
 	case f.Time.Before(c.Time[s]):
 		// Taken before: a stream's stamps only grow, so a read that starts early
@@ -403,6 +446,11 @@ func (w *watcher) openLogs() error {
 		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY, 0o600)
 		if err != nil {
 			return err
+		}
+		// A file is never shorter than its count but when the end of a job cut
+		// the init's newline off it and stopped before its record said so.
+		if fi, err := f.Stat(); err == nil {
+			w.cur.Kept[s] = min(w.cur.Kept[s], fi.Size())
 		}
 		if err := f.Truncate(w.cur.Kept[s]); err != nil {
 			f.Close()
@@ -481,17 +529,28 @@ func (w *watcher) finish(waitErr error) error {
 	cid := containerRef(w.j)
 	var st containerState
 	var reason error
+	var rep *initproto.Report
 	if waitErr != nil {
 		reason = errors.New("the container is gone: it was removed outside airlock")
 	} else {
 		if err := w.read(ctx, cid, false); err != nil {
 			e.cfg.Logger.Warn("read the rest of the job's log", "id", w.id, "err", err)
 		}
-		var err error
-		if st, err = e.finalState(ctx, cid, w.j.Kill != nil); err != nil {
-			reason = e.engineErr("inspect container", err)
-		} else if st.StartedAt.IsZero() {
-			reason = errors.New("the container never started: the airlock process that created it stopped first")
+		rep = w.initReport()
+		// The init's report, with its cgroup's OOM count, says how the job
+		// ended; without one (no init, or the init itself was killed) or
+		// without the count (gVisor), the engine's record does.
+		if rep == nil || rep.OOMKills < 0 {
+			var err error
+			if st, err = e.finalState(ctx, cid, w.j.Kill != nil); err != nil {
+				reason = e.engineErr("inspect container", err)
+			} else if st.StartedAt.IsZero() {
+				reason = errors.New("the container never started: the airlock process that created it stopped first")
+			}
+		}
+		if rep != nil {
+			applyReport(&st, rep)
+			w.exact(rep)
 		}
 	}
 	if err := w.save(); err != nil {
@@ -502,7 +561,7 @@ func (w *watcher) finish(waitErr error) error {
 			j.finish(StateFailed, ExitFailed, reason.Error())
 			return nil
 		}
-		j.end(st)
+		j.end(st, rep != nil && rep.TimedOut)
 		return nil
 	}); err != nil {
 		return err
@@ -513,13 +572,60 @@ func (w *watcher) finish(waitErr error) error {
 	return nil
 }
 
-// end records the engine's final state of the container, and whether a kill
-// order or the timeout ended it.
-func (j *job) end(st containerState) {
+// maxReport bounds the init's report (two tails of initproto.TailBytes, in
+// base64, and the figures).
+const maxReport = 1 << 20
+
+// initReport is the init's report from the last read of the job's log, or nil
+// when there is none (no init, or it was killed before it could write one).
+func (w *watcher) initReport() *initproto.Report {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.inReport {
+		return nil
+	}
+	var rep initproto.Report
+	body := bytes.TrimSuffix(w.report[len(w.j.Marker):], []byte{'\n'})
+	if err := json.Unmarshal(body, &rep); err != nil {
+		w.e.cfg.Logger.Warn("read the report of airlock's init", "id", w.id, "err", err)
+		return nil
+	}
+	return &rep
+}
+
+// exact makes the copy of the job's output what the init counted: each file
+// holds the stream's first LogCap bytes and no byte of the init's (the newline
+// it may have put before its report), the totals are the true ones, a stream
+// past the cap gets the tail the init kept, and the usage is the init's.
+func (w *watcher) exact(rep *initproto.Report) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s, n := range [2]int64{rep.StdoutBytes, rep.StderrBytes} {
+		if keep := min(n, w.j.LogCap); w.cur.Kept[s] > keep {
+			if err := w.files[s].Truncate(keep); err != nil {
+				w.e.cfg.Logger.Error("cut job log", "id", w.id, "stream", streamNames[s], "err", err)
+				continue
+			}
+			w.files[s].Seek(keep, 0)
+			w.cur.Kept[s] = keep
+		}
+		w.cur.Total[s] = n
+		if n > w.j.LogCap {
+			w.tails[s] = ring{buf: make([]byte, 0, minTailBytes)}
+			w.tails[s].write([2][]byte{rep.StdoutTail, rep.StderrTail}[s])
+		}
+	}
+	w.usage.set(usageOf(rep))
+}
+
+// end records the final state of the job's container (the engine's, or the
+// init's report), and whether a kill order or the timeout ended it: the
+// init's own deadline (timedOut), or the host's.
+func (j *job) end(st containerState, timedOut bool) {
 	// A kill order explains the end only when it came before it.
 	ordered := j.Kill != nil && !j.Kill.At.After(st.FinishedAt)
 	r := Result{StartedAt: j.StartedAt}
-	endResult(&r, st, ordered && j.Kill.Timeout, ordered && !j.Kill.Timeout)
+	endResult(&r, st, timedOut || ordered && j.Kill.Timeout, !timedOut && ordered && !j.Kill.Timeout)
 	j.State, j.ExitCode, j.Signal, j.TimedOut, j.OOMKilled = r.State, r.ExitCode, r.Signal, r.TimedOut, r.OOMKilled
 	// started_at was answered while the job ran: it stays as it was said. The
 	// finish is the engine's, never before the start.

@@ -144,12 +144,12 @@ func TestTakeSkipsMessagesTheEngineSendsTwice(t *testing.T) {
 func TestJobEndKeepsStartedAt(t *testing.T) {
 	start := time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC)
 	j := &job{State: StateRunning, StartedAt: start}
-	j.end(containerState{ExitCode: 0, StartedAt: start.Add(-40 * time.Millisecond), FinishedAt: start.Add(2 * time.Second)})
+	j.end(containerState{ExitCode: 0, StartedAt: start.Add(-40 * time.Millisecond), FinishedAt: start.Add(2 * time.Second)}, false)
 	if !j.StartedAt.Equal(start) || !j.FinishedAt.Equal(start.Add(2*time.Second)) || j.State != StateCompleted {
 		t.Fatalf("job after end: started %s finished %s state %s", j.StartedAt, j.FinishedAt, j.State)
 	}
 	j = &job{State: StateRunning, StartedAt: start}
-	j.end(containerState{ExitCode: 0, StartedAt: start.Add(-40 * time.Millisecond), FinishedAt: start.Add(-10 * time.Millisecond)})
+	j.end(containerState{ExitCode: 0, StartedAt: start.Add(-40 * time.Millisecond), FinishedAt: start.Add(-10 * time.Millisecond)}, false)
 	if !j.StartedAt.Equal(start) || j.FinishedAt.Before(j.StartedAt) {
 		t.Fatalf("a finish before the start: started %s finished %s", j.StartedAt, j.FinishedAt)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -278,7 +279,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	}()
 	switch {
 	case sb.init:
-		go sendRequest(sb.att, e.initRequest(s, sb), s.Stdin)
+		go sendRequest(sb.att, e.initRequest(s, sb.argv, sb.env, sb.dir), s.Stdin)
 	case s.Stdin != nil:
 		go func() {
 			io.WriteString(sb.att.Stdin, *s.Stdin) // fails only when the process is gone
@@ -401,7 +402,8 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 }
 
 // terminate ends every process in the container: SIGTERM to the init, which passes
-// it on, then SIGKILL once the grace period is over. The kill of PID 1 takes the
+// it on, then SIGKILL once the grace period is over (through airlock's init
+// when it runs, so that its report still comes). The kill of PID 1 takes the
 // whole PID namespace with it, so no descendant survives.
 func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 	base := context.WithoutCancel(ctx)
@@ -416,6 +418,20 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 		case <-sb.exited:
 			return
 		case <-time.After(e.cfg.KillGrace):
+		}
+	}
+	if sb.init {
+		// The init ends every process with SIGKILL and still reports; the
+		// engine's SIGKILL, below, only if it does not.
+		tctx, cancel := context.WithTimeout(base, signalTimeout)
+		err := e.eng.Kill(tctx, sb.containerID, strconv.Itoa(initproto.ForceKill))
+		cancel()
+		if err == nil {
+			select {
+			case <-sb.exited:
+				return
+			case <-time.After(initBackstop):
+			}
 		}
 	}
 	kctx, cancel := context.WithTimeout(base, killWait)
@@ -528,18 +544,28 @@ func failedResult(r Result, err error) (Result, error) {
 
 // usageMeter keeps the latest cumulative counters and the highest memory peak.
 type usageMeter struct {
-	mu sync.Mutex
-	u  ResourceUsage
+	mu    sync.Mutex
+	u     ResourceUsage
+	exact bool // set from the init's report: samples no longer count
 }
 
 func (m *usageMeter) add(s usageSample) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.exact {
+		return
+	}
 	m.u.CPUMS = int64(s.CPUNanos / 1e6)
 	m.u.MemoryPeakBytes = max(m.u.MemoryPeakBytes, int64(s.MemoryPeak))
 	m.u.IOReadBytes = int64(s.IORead)
 	m.u.IOWriteBytes = int64(s.IOWrite)
 	m.u.Samples++
+}
+
+func (m *usageMeter) set(u ResourceUsage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.u, m.exact = u, true
 }
 
 func (m *usageMeter) get() ResourceUsage {

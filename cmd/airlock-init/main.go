@@ -26,19 +26,39 @@ import (
 )
 
 func main() {
-	out := &frames{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
+	// No process of the sandbox may open the init's descriptors or read its
+	// memory through /proc/1 (they run as the same user): a command could
+	// otherwise write a forged report into the init's stdout.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	req, err := initproto.ReadRequest(in)
 	if err != nil {
+		out := &frames{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
 		out.write(initproto.Error, []byte(err.Error()))
 		out.flush()
 		os.Exit(125)
 	}
+	var out output = &frames{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
+	if req.Keep > 0 {
+		out = &passthrough{keep: req.Keep, marker: req.Marker, streams: [2]*kept{{f: os.Stdout}, {f: os.Stderr}}}
+	}
 	rep := run(req, in, out)
-	b, _ := json.Marshal(rep)
-	out.write(initproto.Result, b)
-	out.flush()
+	out.report(&rep)
 	os.Exit(rep.ExitCode)
+}
+
+// output is where the command's output and the report go: frames on stdout
+// for a foreground run, which airlock reads as it comes; or, for a background
+// job, the init's own stdout and stderr, which the engine's log keeps.
+type output interface {
+	// copy passes on what r yields as the command's stdout or stderr until
+	// EOF, and returns the byte count.
+	copy(r io.Reader, stream byte) int64
+	// write passes on p as the command's stdout or stderr (the init's own
+	// message for a command that could not start).
+	write(stream byte, p []byte)
+	// report ends the output with the report.
+	report(rep *initproto.Report)
 }
 
 // frames writes frames to the init's stdout from several goroutines.
@@ -59,15 +79,116 @@ func (f *frames) flush() {
 	f.w.Flush()
 }
 
+func (f *frames) copy(r io.Reader, kind byte) int64 {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			f.write(kind, buf[:k])
+			f.flush() // the host shows output as it comes
+			n += int64(k)
+		}
+		if err != nil {
+			f.flush()
+			return n
+		}
+	}
+}
+
+func (f *frames) report(rep *initproto.Report) {
+	b, _ := json.Marshal(rep)
+	f.write(initproto.Result, b)
+	f.flush()
+}
+
+// passthrough is a background job's output: each stream unframed on the
+// init's stream of the same name, up to keep bytes; the rest only counted,
+// with its last TailBytes kept for the report.
+type passthrough struct {
+	keep    int64
+	marker  string
+	streams [2]*kept // stdout, stderr
+}
+
+type kept struct {
+	f    *os.File
+	mu   sync.Mutex
+	n    int64 // bytes the command wrote
+	last byte  // the last byte passed on
+	tail []byte
+}
+
+func (p *passthrough) stream(s byte) *kept {
+	if s == initproto.Stderr {
+		return p.streams[1]
+	}
+	return p.streams[0]
+}
+
+func (p *passthrough) write(s byte, b []byte) {
+	k := p.stream(s)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if room := p.keep - k.n; room > 0 {
+		pass := b[:min(int64(len(b)), room)]
+		k.f.Write(pass)
+		k.last = pass[len(pass)-1]
+	}
+	k.n += int64(len(b))
+	k.tail = append(k.tail, b...)
+	if over := len(k.tail) - initproto.TailBytes; over > 0 {
+		k.tail = append(k.tail[:0], k.tail[over:]...)
+	}
+}
+
+func (p *passthrough) copy(r io.Reader, s byte) int64 {
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			p.write(s, buf[:k])
+		}
+		if err != nil {
+			return p.stream(s).n
+		}
+	}
+}
+
+// report writes the marker and the report on stdout, at the start of a line:
+// the engine's log then has it as a message of its own (it cuts messages at
+// newlines), which airlock tells from the command's output by the marker.
+func (p *passthrough) report(rep *initproto.Report) {
+	for i, k := range p.streams {
+		if k.n > p.keep {
+			if i == 0 {
+				rep.StdoutTail = k.tail
+			} else {
+				rep.StderrTail = k.tail
+			}
+		}
+	}
+	var line []byte
+	if out := p.streams[0]; out.n > 0 && out.last != '\n' {
+		rep.NewlineAdded = true
+		line = append(line, '\n')
+	}
+	b, _ := json.Marshal(rep)
+	line = append(line, p.marker...)
+	line = append(line, b...)
+	line = append(line, '\n')
+	os.Stdout.Write(line)
+}
+
 // forwarded are the signals the init passes on to every process of the sandbox
 // (a kill from the host arrives at PID 1).
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-func run(req initproto.Request, in *bufio.Reader, out *frames) initproto.Report {
+func run(req initproto.Request, in *bufio.Reader, out output) initproto.Report {
 	rep := initproto.Report{OOMKills: -1}
 	oomBefore := oomKills()
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, append(forwarded, syscall.Signal(initproto.ForceKill))...)
 
 	env := append(os.Environ(), req.Env...)
 	path, err := lookPath(req.Argv[0], env)
@@ -102,8 +223,8 @@ func run(req initproto.Request, in *bufio.Reader, out *frames) initproto.Report 
 	}
 
 	var copies sync.WaitGroup
-	copies.Go(func() { rep.StdoutBytes = copyFrames(outR, initproto.Stdout, out) })
-	copies.Go(func() { rep.StderrBytes = copyFrames(errR, initproto.Stderr, out) })
+	copies.Go(func() { rep.StdoutBytes = out.copy(outR, initproto.Stdout); outR.Close() })
+	copies.Go(func() { rep.StderrBytes = out.copy(errR, initproto.Stderr); errR.Close() })
 
 	exited := make(chan syscall.WaitStatus, 1)
 	reaped := make(chan struct{})
@@ -121,6 +242,10 @@ wait:
 		case status = <-exited:
 			break wait
 		case s := <-sigs:
+			if s == syscall.Signal(initproto.ForceKill) { // the host's SIGKILL, with a report
+				syscall.Kill(-1, syscall.SIGKILL)
+				continue
+			}
 			syscall.Kill(-1, s.(syscall.Signal))
 		case <-deadline:
 			rep.TimedOut = true
@@ -182,28 +307,9 @@ func reap(pid int, exited chan<- syscall.WaitStatus, reaped chan<- struct{}) {
 	}
 }
 
-// copyFrames frames what r yields as kind until EOF and returns the byte count.
-func copyFrames(r *os.File, kind byte, out *frames) int64 {
-	defer r.Close()
-	buf := make([]byte, 32<<10)
-	var n int64
-	for {
-		k, err := r.Read(buf)
-		if k > 0 {
-			out.write(kind, buf[:k])
-			out.flush() // the host shows output as it comes
-			n += int64(k)
-		}
-		if err != nil {
-			out.flush()
-			return n
-		}
-	}
-}
-
 // failStart reports a command that could not start as a shell would: 127 when
 // it was not found, 126 when it could not be executed.
-func failStart(out *frames, name string, err error) initproto.Report {
+func failStart(out output, name string, err error) initproto.Report {
 	code := 126
 	if os.IsNotExist(err) || err == errNotFound {
 		code = 127

@@ -27,7 +27,24 @@ type Request struct {
 	// after the start: SIGTERM, and SIGKILL GraceMS later.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	GraceMS   int64 `json:"grace_ms,omitempty"`
+	// Keep, when set, is a background job's mode: the engine's log keeps the
+	// output, so the command's stdout and stderr go out unframed on the init's
+	// own stdout and stderr, each up to Keep bytes. Past Keep the init only
+	// counts, and keeps the stream's last TailBytes for the report. The report
+	// follows on stdout, at the start of a line, after Marker: a secret of the
+	// host's that the command never sees, so it cannot forge a report.
+	Keep   int64  `json:"keep,omitempty"`
+	Marker string `json:"marker,omitempty"`
 }
+
+// TailBytes is how much of the end of a stream past Keep the report carries.
+const TailBytes = 64 << 10
+
+// ForceKill is the signal that has the init end every process of the sandbox
+// with SIGKILL and report, as it does at the deadline's end: the host's
+// SIGKILL would end the init too, and with it the report. It is SIGRTMAX,
+// which the init never passes on.
+const ForceKill = 64
 
 // MaxRequest bounds the request line (argv and env are bounded well below it).
 const MaxRequest = 8 << 20
@@ -64,6 +81,12 @@ type Report struct {
 	OOMKills    int64 `json:"oom_kills"`
 	StdoutBytes int64 `json:"stdout_bytes"`
 	StderrBytes int64 `json:"stderr_bytes"`
+	// In a job's mode (Request.Keep): the last TailBytes of each stream that
+	// outgrew Keep, and whether the init ended the command's last line on stdout
+	// ("\n") so that the marker starts a line of its own.
+	StdoutTail   []byte `json:"stdout_tail,omitempty"`
+	StderrTail   []byte `json:"stderr_tail,omitempty"`
+	NewlineAdded bool   `json:"newline_added,omitempty"`
 }
 
 // WriteFrame writes one frame: its kind, its length (4 bytes, big endian) and
@@ -134,6 +157,9 @@ func ReadRequest(r *bufio.Reader) (Request, error) {
 	}
 	if len(req.Argv) == 0 {
 		return Request{}, errors.New("request: empty argv")
+	}
+	if req.Keep > 0 && req.Marker == "" {
+		return Request{}, errors.New("request: a job's mode needs a marker")
 	}
 	return req, nil
 }
