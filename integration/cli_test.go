@@ -258,7 +258,9 @@ func TestCLIBackgroundJob(t *testing.T) {
 	if err := follow.Wait(); err != nil {
 		t.Errorf("logs -f: %v (stderr %q)", err, ferr.String())
 	}
-	if fout.String() != "tick 1\ntick 2\ntick 3\nbye\n" || ferr.String() != "warn\n" {
+	// A kill signals every process of the sandbox: the shell may add a
+	// word on its sleep's death after the job's own "warn".
+	if fout.String() != "tick 1\ntick 2\ntick 3\nbye\n" || !strings.HasPrefix(ferr.String(), "warn\n") {
 		t.Errorf("logs -f: stdout %q stderr %q", fout.String(), ferr.String())
 	}
 
