@@ -153,8 +153,8 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 		ent.misses++
 	}
 	p.mu.Unlock()
-	p.refill(key)
 	if pd == nil {
+		p.refill(key) // the pool ran dry: fill it now, not after this cold run
 		return nil
 	}
 	// A warm sandbox starts with the default limits; only others are set.
@@ -170,18 +170,23 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 	return pd.sb
 }
 
-// warmWorkspace keeps one sandbox warm for runs on a workspace like s's, so
-// that an agent's loop of runs on one workspace finds one every time.
-func (p *pool) warmWorkspace(s Spec) {
-	if s.Workspace == "" {
-		return
+// release ends a claim once its run is over: the sandbox it used (nil after a
+// miss) is removed and its successor started, both in the background. Neither
+// starts earlier: an engine busy starting a container would slow the run it
+// is for. After a run on a workspace one sandbox for that workspace is kept
+// warm, so that an agent's loop of runs on one workspace finds one every time.
+func (p *pool) release(s Spec, used *sandbox) {
+	if used != nil {
+		p.remove(used)
 	}
 	key := keyOf(s)
-	p.mu.Lock()
-	if _, ok := p.keys[key]; !ok {
-		p.keys[key] = &poolEntry{size: 1}
+	if s.Workspace != "" {
+		p.mu.Lock()
+		if _, ok := p.keys[key]; !ok {
+			p.keys[key] = &poolEntry{size: 1}
+		}
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
 	p.refill(key)
 }
 

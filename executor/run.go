@@ -87,7 +87,8 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	var sb *sandbox
 	if e.pool != nil && plan.InitVolume != "" {
 		sb = e.pool.claim(ctx, s)
-		defer e.pool.warmWorkspace(s)
+		claimed := sb
+		defer func() { e.pool.release(s, claimed) }()
 	}
 	warm := sb != nil
 	if !warm {
@@ -96,10 +97,8 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	if sb != nil {
 		// Whatever happens from here, the container goes; its removal must not
 		// depend on a context the caller may already have cancelled. A warm
-		// sandbox goes off the request path.
-		if warm {
-			defer e.pool.remove(sb)
-		} else {
+		// sandbox goes off the request path (release).
+		if !warm {
 			defer e.discard(context.WithoutCancel(ctx), sb.containerID)
 		}
 		res.ContainerID = sb.containerID
