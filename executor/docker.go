@@ -277,8 +277,8 @@ func (d *dockerEngine) Attach(ctx context.Context, id string, stdin bool) (*atta
 	}, nil
 }
 
-func (d *dockerEngine) Wait(ctx context.Context, id string, nextExit bool) <-chan error {
-	done := make(chan error, 1)
+func (d *dockerEngine) Wait(ctx context.Context, id string, nextExit bool) <-chan engine.Exit {
+	done := make(chan engine.Exit, 1)
 	cond := container.WaitConditionNotRunning
 	if nextExit {
 		cond = container.WaitConditionNextExit
@@ -288,12 +288,12 @@ func (d *dockerEngine) Wait(ctx context.Context, id string, nextExit bool) <-cha
 		select {
 		case res := <-resC:
 			if res.Error != nil && res.Error.Message != "" {
-				done <- errors.New(res.Error.Message)
+				done <- engine.Exit{Err: errors.New(res.Error.Message)}
 				return
 			}
-			done <- nil
+			done <- engine.Exit{Code: int(res.StatusCode)}
 		case err := <-errC:
-			done <- err
+			done <- engine.Exit{Err: err}
 		}
 	}()
 	return done

@@ -13,6 +13,7 @@ type (
 	attachment       = engine.Attachment
 	containerState   = engine.State
 	usageSample      = engine.UsageSample
+	containerExit    = engine.Exit
 )
 
 // Image is one sandbox image present in the engine.

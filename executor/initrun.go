@@ -120,6 +120,21 @@ func usageOf(r *initproto.Report) ResourceUsage {
 	}
 }
 
+// ownKernel says whether a runtime runs the sandbox on a kernel of its own
+// (gVisor): what the init measures there is that kernel's view, and a running
+// sandbox's limits cannot be changed.
+func ownKernel(runtime string) bool { return runtime == "runsc" }
+
+// hostCPU is the init's measure u, with the CPU time of the engine's samples
+// when the runtime has a kernel of its own: gVisor's clock does not see the
+// host's CPU quota, so its figure can be twice what the host gave.
+func hostCPU(u, sampled ResourceUsage, runtime string) ResourceUsage {
+	if ownKernel(runtime) && sampled.Samples > 0 {
+		u.CPUMS, u.Samples = sampled.CPUMS, sampled.Samples
+	}
+	return u
+}
+
 // logWriter logs what airlock's init writes on its own stderr (a crash).
 type logWriter struct {
 	log interface{ Warn(string, ...any) }

@@ -221,10 +221,11 @@ func (w *watcher) run() error {
 	lastSave, lastLoad := time.Now(), time.Now()
 	for {
 		select {
-		case err := <-exited:
+		case exit := <-exited:
 			if ctx.Err() != nil { // Close cut the wait short
 				return w.save()
 			}
+			err := exit.Err
 			if err != nil {
 				// The wait broke: see for ourselves whether the container still runs.
 				st, ierr := e.eng.Inspect(ctx, cid)
@@ -615,7 +616,7 @@ func (w *watcher) exact(rep *initproto.Report) {
 			w.tails[s].write([2][]byte{rep.StdoutTail, rep.StderrTail}[s])
 		}
 	}
-	w.usage.set(usageOf(rep))
+	w.usage.set(hostCPU(usageOf(rep), w.usage.get(), w.j.Runtime))
 }
 
 // end records the final state of the job's container (the engine's, or the

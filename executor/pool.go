@@ -73,18 +73,28 @@ type pooled struct {
 }
 
 // WithPool keeps warm sandboxes for images: sizes by image reference, for the
-// Config's default runtime, user, network and tmpfs size. After a run on a
+// Config's default runtime, user, network and tmpfs size; a reference may name
+// another runtime after an @ (airlock/minimal@runsc). After a run on a
 // workspace, one sandbox for that workspace is kept warm too.
 func WithPool(sizes map[string]int) Option {
 	return func(e *Executor) error {
-		for img, n := range sizes {
+		for ref, n := range sizes {
 			if n < 0 || n > 64 {
-				return fmt.Errorf("pool %s=%d: size must be 0..64", img, n)
+				return fmt.Errorf("pool %s=%d: size must be 0..64", ref, n)
 			}
 		}
 		e.poolSizes = sizes
 		return nil
 	}
+}
+
+// poolImage splits a pool's reference into its image and runtime: IMAGE, or
+// IMAGE@RUNTIME (an image's digest, image@sha256:…, names no runtime).
+func poolImage(ref, defaultRuntime string) (image, runtime string) {
+	if i := strings.LastIndex(ref, "@"); i > 0 && !strings.Contains(ref[i+1:], ":") {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, defaultRuntime
 }
 
 // startPool makes the pool of e and starts filling it.
@@ -100,9 +110,16 @@ func (e *Executor) startPool() error {
 	p := &pool{e: e, owner: owner, unlock: unlock, keys: map[PoolKey]*poolEntry{}, limit: make(chan struct{}, 4)}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	d := e.cfg.Defaults
-	for img, n := range e.poolSizes {
-		key := PoolKey{Image: img, Runtime: e.cfg.DefaultRuntime, User: normalUser(e.cfg.DefaultUser), Network: "none", TmpfsSize: d.TmpfsSize, Workdir: "/workspace"}
+	for ref, n := range e.poolSizes {
+		img, rt := poolImage(ref, e.cfg.DefaultRuntime)
+		if !slices.Contains(e.cfg.Runtimes, rt) {
+			unlock()
+			return fmt.Errorf("pool %s: runtime %q is not one the configuration allows (%s)", ref, rt, strings.Join(e.cfg.Runtimes, ", "))
+		}
+		key := PoolKey{Image: img, Runtime: rt, User: normalUser(e.cfg.DefaultUser), Network: "none", TmpfsSize: d.TmpfsSize, Workdir: "/workspace"}
 		p.keys[key] = &poolEntry{size: n}
+	}
+	for key := range p.keys {
 		p.refill(key)
 	}
 	e.pool = p
@@ -139,6 +156,11 @@ func keyOf(s Spec) PoolKey {
 // claim takes a warm sandbox for s, with s's limits set, or nil (a miss).
 func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 	key := keyOf(s)
+	// A warm sandbox starts with the default limits; the engine sets others at
+	// the claim, except under a runtime with a kernel of its own (gVisor),
+	// which cannot change them: such a run starts cold.
+	d := p.e.cfg.Defaults
+	defaults := s.Memory == d.Memory && s.CPUs == d.CPUs && s.Pids == d.Pids
 	p.mu.Lock()
 	ent := p.keys[key]
 	if ent == nil {
@@ -146,20 +168,21 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 		return nil
 	}
 	var pd *pooled
-	if n := len(ent.idle); n > 0 {
+	if n := len(ent.idle); n > 0 && (defaults || !ownKernel(s.Runtime)) {
 		pd, ent.idle = ent.idle[n-1], ent.idle[:n-1]
 		ent.hits++
 	} else {
 		ent.misses++
 	}
+	dry := len(ent.idle) == 0
 	p.mu.Unlock()
 	if pd == nil {
-		p.refill(key) // the pool ran dry: fill it now, not after this cold run
+		if dry {
+			p.refill(key) // the pool ran dry: fill it now, not after this cold run
+		}
 		return nil
 	}
-	// A warm sandbox starts with the default limits; only others are set.
-	d := p.e.cfg.Defaults
-	if s.Memory == d.Memory && s.CPUs == d.CPUs && s.Pids == d.Pids {
+	if defaults {
 		return pd.sb
 	}
 	if err := p.e.eng.Update(ctx, pd.sb.containerID, s.Memory, int64(s.CPUs*1e9), s.Pids); err != nil {

@@ -127,7 +127,7 @@ type sandbox struct {
 	autoRemove  bool // the engine removes it when it stops (a warm sandbox)
 	att         *attachment
 	exited      chan struct{} // closed when the container has stopped
-	waitErr     error         // set before exited is closed
+	exit        containerExit // set before exited is closed
 }
 
 // launch creates and starts the container of plan: the one place that decides
@@ -151,7 +151,7 @@ func (e *Executor) launch(ctx context.Context, plan containerPlan, attached bool
 			return sb, e.engineErr("attach", err)
 		}
 	}
-	var waitC <-chan error
+	var waitC <-chan containerExit
 	if attached {
 		waitC = e.eng.Wait(bg, cid, true)
 	}
@@ -163,7 +163,7 @@ func (e *Executor) launch(ctx context.Context, plan containerPlan, attached bool
 	}
 	if attached {
 		go func() {
-			sb.waitErr = <-waitC
+			sb.exit = <-waitC
 			close(sb.exited)
 		}()
 	}
@@ -292,7 +292,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	statsDone := make(chan struct{})
 	go func() {
 		defer close(statsDone)
-		if sb.init {
+		if sb.init && !ownKernel(s.Runtime) {
 			return
 		}
 		select {
@@ -351,7 +351,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	res.Stderr, res.StderrTruncated, res.StderrBytes, res.StderrTail = stderr.result(s.TailLines)
 	res.ResourceUsage = usage.get()
 	if report != nil {
-		res.ResourceUsage = usageOf(report)
+		res.ResourceUsage = hostCPU(usageOf(report), usage.get(), s.Runtime)
 		timedOut = timedOut || report.TimedOut
 	}
 
@@ -360,7 +360,8 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	// kernel's log. Without them (no init; gVisor, whose cgroup files do not
 	// count OOM kills), the engine's record decides, once the container stopped.
 	// A warm sandbox is removed by the engine as it stops: its report is all
-	// there is to read.
+	// there is to read, and without one (its init was killed: gVisor lets a
+	// sandbox kill its own PID 1), the exit code its wait saw.
 	var st containerState
 	if report == nil || report.OOMKills < 0 && !sb.autoRemove {
 		// After an exit or a terminate it has stopped, or never will; after a
@@ -382,11 +383,13 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 		if !stopped { // terminate gave up: the engine did not stop the container
 			return failedResult(res, fmt.Errorf("%w: container %s did not stop within %s of SIGKILL", ErrEngine, sb.containerID, killWait))
 		}
-		if sb.waitErr != nil {
-			return failedResult(res, e.engineErr("wait for container", sb.waitErr))
+		if sb.exit.Err != nil {
+			return failedResult(res, e.engineErr("wait for container", sb.exit.Err))
 		}
 		var err error
-		if st, err = e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled); err != nil {
+		if sb.autoRemove {
+			st.ExitCode = sb.exit.Code
+		} else if st, err = e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled); err != nil {
 			return failedResult(res, e.engineErr("inspect container", err))
 		}
 	}

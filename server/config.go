@@ -152,7 +152,7 @@ var settings = []setting{
 		return err
 	}},
 	{"default-image", "image of requests that name none", func(c *Config, v string) error { c.DefaultImage = v; return nil }},
-	{"pool", "warm sandboxes per image, IMAGE=N,... (default airlock/minimal=2; N=0: none)", func(c *Config, v string) error {
+	{"pool", "warm sandboxes per image, IMAGE[@RUNTIME]=N,... (default airlock/minimal=2, the default runtime; N=0: none)", func(c *Config, v string) error {
 		pool := map[string]int{}
 		for _, kv := range splitList(v) {
 			img, n, ok := strings.Cut(kv, "=")

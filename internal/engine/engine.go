@@ -33,8 +33,9 @@ type Engine interface {
 	Attach(ctx context.Context, id string, stdin bool) (*Attachment, error)
 	// Wait arms a wait for the container's exit: its next exit (arm it before
 	// Start), or with nextExit false, for it not to be running (at once if it has
-	// stopped already). The channel yields once: nil when the container exited.
-	Wait(ctx context.Context, id string, nextExit bool) <-chan error
+	// stopped already). The channel yields once: the exit code, or the error of
+	// a wait that broke.
+	Wait(ctx context.Context, id string, nextExit bool) <-chan Exit
 	Start(ctx context.Context, id string) error
 	Kill(ctx context.Context, id, signal string) error
 	// Update sets the limits of a running container: memory (and as much swap:
@@ -186,3 +187,10 @@ type UsageSample struct {
 
 // ErrNoContainer is returned by Inspect when the container does not exist.
 var ErrNoContainer = errors.New("no such container")
+
+// Exit is how a wait for a container ended: its exit code, or Err when the
+// wait broke (and the code says nothing).
+type Exit struct {
+	Code int
+	Err  error
+}

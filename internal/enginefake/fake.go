@@ -286,12 +286,15 @@ func (s fakeStdin) Write(p []byte) (int, error) {
 	return s.f.stdinBuf.Write(p)
 }
 
-func (f *Engine) Wait(ctx context.Context, id string, nextExit bool) <-chan error {
+func (f *Engine) Wait(ctx context.Context, id string, nextExit bool) <-chan engine.Exit {
 	f.record("wait", id)
-	c := make(chan error, 1)
+	c := make(chan engine.Exit, 1)
 	go func() {
 		<-f.Exited
-		c <- f.WaitErr
+		f.mu.Lock()
+		code := f.endCode
+		f.mu.Unlock()
+		c <- engine.Exit{Code: code, Err: f.WaitErr}
 	}()
 	return c
 }
