@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -35,16 +36,19 @@ func (c *Cluster) Output(ctx context.Context, id, stream string, offset, limit i
 	var o Output
 	var data []byte
 	var size, total *int64
-	// substring's positions count from 1; a null length reads to the end.
+	// substring of a bytea counts in int4 from 1; a bytea is at most 1 GB, so
+	// bounding both at MaxInt32 changes nothing. A null length reads to the end.
+	from := min(offset, math.MaxInt32-1) + 1
 	var n *int64
 	if limit > 0 {
+		limit = min(limit, math.MaxInt32)
 		n = &limit
 	}
 	err := c.pool.QueryRow(ctx, `
-		select substring(o.data from $3::bigint + 1 for coalesce($4::bigint, octet_length(o.data))),
+		select substring(o.data from $3::int for coalesce($4::int, octet_length(o.data))),
 			octet_length(o.data)::bigint, o.total
 		from airlock.jobs j left join airlock.job_output o on o.job = j.id and o.stream = $2
-		where j.id = $1`, id, stream, offset, n).Scan(&data, &size, &total)
+		where j.id = $1`, id, stream, from, n).Scan(&data, &size, &total)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Output{}, fmt.Errorf("read output of job %s: %w", id, ErrNotFound)
 	}
