@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -41,6 +43,9 @@ const defaultConnectTimeout = 5 * time.Second
 type Cluster struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	// lastUnreachable is when this handle last found PostgreSQL out of reach
+	// (Unix nanoseconds; 0: never). Sweep holds back for a lease after it.
+	lastUnreachable atomic.Int64
 }
 
 // Option changes how Open connects.
@@ -115,7 +120,7 @@ func (c *Cluster) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := c.pool.QueryRow(ctx, "select version from "+versionTable).Scan(&v)
 	if err != nil {
-		return 0, wrap("read schema version", err)
+		return 0, c.wrap("read schema version", err)
 	}
 	return v, nil
 }
@@ -160,6 +165,25 @@ func migrateSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	_, err = conn.Exec(ctx, "select pg_advisory_unlock($1)", migrateLock)
 	return err
+}
+
+// wrap is the package's wrap, and notes when the database was out of reach.
+func (c *Cluster) wrap(op string, err error) error {
+	err = wrap(op, err)
+	if errors.Is(err, ErrUnavailable) {
+		c.lastUnreachable.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// sinceUnreachable is how long ago this handle last found the database out of
+// reach; a very long time when it never did.
+func (c *Cluster) sinceUnreachable() time.Duration {
+	t := c.lastUnreachable.Load()
+	if t == 0 {
+		return math.MaxInt64
+	}
+	return time.Since(time.Unix(0, t))
 }
 
 // wrap names the operation that failed and marks the failures that mean

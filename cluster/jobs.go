@@ -229,7 +229,7 @@ func (c *Cluster) Enqueue(ctx context.Context, nj NewJob) (Job, error) {
 		return err
 	})
 	if err != nil {
-		return Job{}, wrap("enqueue job "+nj.ID, err)
+		return Job{}, c.wrap("enqueue job "+nj.ID, err)
 	}
 	return job, nil
 }
@@ -241,7 +241,7 @@ func (c *Cluster) Get(ctx context.Context, id string) (Job, error) {
 		return Job{}, fmt.Errorf("get job %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return Job{}, wrap("get job "+id, err)
+		return Job{}, c.wrap("get job "+id, err)
 	}
 	return j, nil
 }
@@ -255,7 +255,7 @@ func (c *Cluster) Start(ctx context.Context, id string, f Fence) error {
 		where id = $1 and node = $2 and attempt = $3 and state in ('placed', 'running')`,
 		id, f.Node, f.Attempt)
 	if err != nil {
-		return wrap("start job "+id, err)
+		return c.wrap("start job "+id, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return c.fenced(ctx, "start job", id, f)
@@ -318,7 +318,7 @@ func (c *Cluster) Finish(ctx context.Context, id string, f Fence, e End) error {
 		return nil
 	})
 	if err != nil {
-		return wrap("finish job "+id, err)
+		return c.wrap("finish job "+id, err)
 	}
 	if done {
 		return nil
@@ -329,7 +329,7 @@ func (c *Cluster) Finish(ctx context.Context, id string, f Fence, e End) error {
 	err = c.pool.QueryRow(ctx, `select exists (select 1 from airlock.jobs
 		where id = $1 and ended_by = $2 and attempt = $3)`, id, f.Node, f.Attempt).Scan(&again)
 	if err != nil {
-		return wrap("finish job "+id, err)
+		return c.wrap("finish job "+id, err)
 	}
 	if again {
 		return nil
@@ -346,7 +346,7 @@ func (c *Cluster) Release(ctx context.Context, id string, f Fence) error {
 			queue_deadline = now() + queue_timeout
 		where id = $1 and node = $2 and attempt = $3 and state = 'placed'`, id, f.Node, f.Attempt)
 	if err != nil {
-		return wrap("release job "+id, err)
+		return c.wrap("release job "+id, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return c.fenced(ctx, "release job", id, f)
@@ -362,11 +362,11 @@ func (c *Cluster) Assigned(ctx context.Context, node string) ([]Job, error) {
 	rows, err := c.pool.Query(ctx, `select `+jobColumns+` from airlock.jobs
 		where node = $1 and state in ('placed', 'running') order by seq`, node)
 	if err != nil {
-		return nil, wrap("list jobs of node "+node, err)
+		return nil, c.wrap("list jobs of node "+node, err)
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) { return scanJob(r) })
 	if err != nil {
-		return nil, wrap("list jobs of node "+node, err)
+		return nil, c.wrap("list jobs of node "+node, err)
 	}
 	return jobs, nil
 }
@@ -388,7 +388,7 @@ func (c *Cluster) Owned(ctx context.Context, node string, held []Held) ([]Held, 
 		where j.node = $1 and j.state in ('placed', 'running')
 		order by j.seq`, node, ids, attempts)
 	if err != nil {
-		return nil, wrap("reconcile node "+node, err)
+		return nil, c.wrap("reconcile node "+node, err)
 	}
 	own, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Held, error) {
 		var h Held
@@ -396,7 +396,7 @@ func (c *Cluster) Owned(ctx context.Context, node string, held []Held) ([]Held, 
 		return h, err
 	})
 	if err != nil {
-		return nil, wrap("reconcile node "+node, err)
+		return nil, c.wrap("reconcile node "+node, err)
 	}
 	return own, nil
 }

@@ -83,10 +83,12 @@ func register(t testing.TB, c *cluster.Cluster, id string, slots int, memory int
 	}
 }
 
-// expire ends the node's lease now, as if it had stopped heartbeating a lease ago.
+// expire ends the node's lease now, as if it were a node with a lease of a
+// millisecond that stopped heartbeating.
 func expire(t testing.TB, url, node string) {
 	t.Helper()
-	exec(t, url, `update airlock.nodes set lease_until = now() - interval '1 millisecond' where id = $1`, node)
+	exec(t, url, `update airlock.nodes set lease = interval '1 millisecond',
+		lease_until = now() - interval '1 millisecond' where id = $1`, node)
 }
 
 func exec(t testing.TB, url, sql string, args ...any) {

@@ -84,7 +84,7 @@ func (c *Cluster) Register(ctx context.Context, n Node) (Lease, error) {
 			n.ID, n.Address, n.Slots, n.Memory, n.Draining, n.Lease.Microseconds()).Scan(&l.Until)
 	})
 	if err != nil {
-		return Lease{}, wrap("register node "+n.ID, err)
+		return Lease{}, c.wrap("register node "+n.ID, err)
 	}
 	return l, nil
 }
@@ -102,7 +102,7 @@ func (c *Cluster) Heartbeat(ctx context.Context, node string) (Lease, error) {
 		return Lease{}, fmt.Errorf("heartbeat node %s: %w", node, ErrNotFound)
 	}
 	if err != nil {
-		return Lease{}, wrap("heartbeat node "+node, err)
+		return Lease{}, c.wrap("heartbeat node "+node, err)
 	}
 	return l, nil
 }
@@ -111,7 +111,7 @@ func (c *Cluster) Heartbeat(ctx context.Context, node string) (Lease, error) {
 func (c *Cluster) Drain(ctx context.Context, node string, draining bool) error {
 	tag, err := c.pool.Exec(ctx, `update airlock.nodes set draining = $2 where id = $1`, node, draining)
 	if err != nil {
-		return wrap("drain node "+node, err)
+		return c.wrap("drain node "+node, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("drain node %s: %w", node, ErrNotFound)
@@ -131,7 +131,7 @@ func (c *Cluster) Nodes(ctx context.Context) ([]NodeStatus, error) {
 		group by n.id
 		order by n.id`)
 	if err != nil {
-		return nil, wrap("list nodes", err)
+		return nil, c.wrap("list nodes", err)
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (NodeStatus, error) {
 		var s NodeStatus
@@ -142,7 +142,7 @@ func (c *Cluster) Nodes(ctx context.Context) ([]NodeStatus, error) {
 		return s, err
 	})
 	if err != nil {
-		return nil, wrap("list nodes", err)
+		return nil, c.wrap("list nodes", err)
 	}
 	return list, nil
 }

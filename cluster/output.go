@@ -53,7 +53,7 @@ func (c *Cluster) Output(ctx context.Context, id, stream string, offset, limit i
 		return Output{}, fmt.Errorf("read output of job %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return Output{}, wrap("read output of job "+id, err)
+		return Output{}, c.wrap("read output of job "+id, err)
 	}
 	if size != nil {
 		o.Size, o.Total = *size, *total

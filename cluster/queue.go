@@ -35,7 +35,7 @@ func (c *Cluster) SetTenant(ctx context.Context, t Tenant) error {
 		insert into airlock.tenants (name, max_running, max_queued) values ($1, $2, $3)
 		on conflict (name) do update set max_running = excluded.max_running, max_queued = excluded.max_queued`,
 		t.Name, t.MaxRunning, t.MaxQueued)
-	return wrap(fmt.Sprintf("set tenant %q", t.Name), err)
+	return c.wrap(fmt.Sprintf("set tenant %q", t.Name), err)
 }
 
 // BindWorkspace records which node holds the workspace, replacing any earlier
@@ -45,14 +45,14 @@ func (c *Cluster) BindWorkspace(ctx context.Context, w Workspace) error {
 		insert into airlock.workspaces (id, tenant, node) values ($1, $2, $3)
 		on conflict (id) do update set tenant = excluded.tenant, node = excluded.node`,
 		w.ID, w.Tenant, w.Node)
-	return wrap("bind workspace "+w.ID, err)
+	return c.wrap("bind workspace "+w.ID, err)
 }
 
 // UnbindWorkspace forgets the workspace (it was deleted). Queued jobs on it
 // stay queued until their queue timeout.
 func (c *Cluster) UnbindWorkspace(ctx context.Context, id string) error {
 	_, err := c.pool.Exec(ctx, `delete from airlock.workspaces where id = $1`, id)
-	return wrap("unbind workspace "+id, err)
+	return c.wrap("unbind workspace "+id, err)
 }
 
 // pickJob chooses the next job for node $1 with $2 bytes of memory free,
@@ -158,7 +158,7 @@ func (c *Cluster) Claim(ctx context.Context, node string) (Job, error) {
 		}
 	})
 	if err != nil {
-		return Job{}, wrap("claim job for node "+node, err)
+		return Job{}, c.wrap("claim job for node "+node, err)
 	}
 	return job, nil
 }

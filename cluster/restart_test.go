@@ -158,3 +158,84 @@ func countEnded(ctx context.Context, c *cluster.Cluster, jobs int) (int, error) 
 	}
 	return n, nil
 }
+
+// PostgreSQL is away for longer than the nodes' leases: when it is back, no
+// sweep declares their jobs lost before they had a lease's time to heartbeat.
+// A node that does not come back within that time is dead as usual.
+func TestSweepAfterOutage(t *testing.T) {
+	srv := pgtest.New(t)
+	ctx := t.Context()
+	url, err := srv.CreateDatabase(ctx, "outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, url)
+	const lease = time.Second
+	for _, n := range []string{"back", "gone"} {
+		if _, err := c.Register(ctx, cluster.Node{ID: n, Slots: 1, Memory: GiB, Lease: lease}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var held []cluster.Job
+	for _, n := range []string{"back", "gone"} {
+		enqueue(t, c, cluster.NewJob{ID: "on-" + n, Tenant: "t"})
+		j := claim(t, c, n)
+		if err := c.Start(ctx, j.ID, j.Fence()); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, j)
+	}
+
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Sweep(ctx); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Fatalf("sweep while PostgreSQL is down = %v, want ErrUnavailable", err)
+	}
+	time.Sleep(lease + 200*time.Millisecond) // every lease runs out meanwhile
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+
+	// Neither this handle, which saw the outage, nor a new one, sweeps yet.
+	other := open(t, url)
+	for _, h := range []*cluster.Cluster{c, other} {
+		var s cluster.Swept
+		err := retryUnavailable(func() (err error) { s, err = h.Sweep(ctx); return err })
+		if err != nil || len(s.Lost) != 0 {
+			t.Fatalf("sweep just after the outage = %+v, %v", s, err)
+		}
+	}
+	// "back" heartbeats: its lease lapsed, but its job is still its own.
+	l, err := c.Heartbeat(ctx, "back")
+	if err != nil || !l.Lapsed {
+		t.Fatalf("heartbeat after the outage = %+v, %v", l, err)
+	}
+	if own, err := c.Owned(ctx, "back", []cluster.Held{{Job: held[0].ID, Attempt: 1}}); err != nil || len(own) != 1 {
+		t.Fatalf("owned after the outage = %+v, %v", own, err)
+	}
+
+	// A lease later, "gone" has not come back: a sweep finds it dead.
+	time.Sleep(lease - time.Since(back) + 300*time.Millisecond)
+	c.Heartbeat(ctx, "back")
+	s, err := other.Sweep(ctx)
+	if err != nil || fmt.Sprint(s.Lost) != "[on-gone]" {
+		t.Fatalf("sweep a lease after the outage = %+v, %v", s, err)
+	}
+	if err := c.Finish(ctx, held[0].ID, held[0].Fence(), completed("fine")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// retryUnavailable calls f until the database answers it, for a few seconds.
+func retryUnavailable(f func() error) error {
+	var err error
+	for range 100 {
+		if err = f(); !errors.Is(err, cluster.ErrUnavailable) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,6 +22,9 @@ type Swept struct {
 	Expired []string
 }
 
+// maxSince bounds the time since the last outage passed to SQL (any lease is shorter).
+const maxSince = 100 * 365 * 24 * time.Hour
+
 // lastSeen is SQL for a node's last heartbeat in a reason's words.
 const lastSeen = `to_char(n.heartbeat_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
@@ -39,11 +43,20 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		// Locking the dead nodes' rows keeps a node from renewing its lease
 		// half-way through, and a second sweeper off the same node.
+		//
+		// A node is only judged dead after it had a whole lease in which it
+		// could have heartbeated: since PostgreSQL (re)started, and since this
+		// sweeper last found PostgreSQL out of reach ($1). Otherwise an outage
+		// of the database longer than a lease would make every running job lost
+		// at the first sweep after it.
 		rows, err := tx.Query(ctx, `
 			select n.id from airlock.nodes n
-			where n.lease_until <= now() and exists (select 1 from airlock.jobs j
-				where j.node = n.id and j.state in ('placed', 'running'))
-			for update of n skip locked`)
+			where n.lease_until <= now()
+				and now() - pg_postmaster_start_time() > n.lease
+				and $1::bigint * interval '1 microsecond' > n.lease
+				and exists (select 1 from airlock.jobs j
+					where j.node = n.id and j.state in ('placed', 'running'))
+			for update of n skip locked`, min(c.sinceUnreachable(), maxSince).Microseconds())
 		if err != nil {
 			return err
 		}
@@ -92,7 +105,7 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 		return err
 	})
 	if err != nil {
-		return Swept{}, wrap("sweep", err)
+		return Swept{}, c.wrap("sweep", err)
 	}
 	return s, nil
 }

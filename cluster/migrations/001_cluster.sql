@@ -71,3 +71,7 @@ create table airlock.job_output (
 	total  bigint not null check (total >= 0),         -- every byte written, kept or not
 	primary key (job, stream)
 );
+
+-- Uncompressed out-of-line storage: a page of output (substring) then reads only
+-- the chunks it needs, instead of decompressing the whole stream.
+alter table airlock.job_output alter column data set storage external;
