@@ -107,6 +107,9 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 	if err != nil {
 		return Swept{}, c.wrap("sweep", err)
 	}
+	if len(s.Requeued)+len(s.Retried)+len(s.Lost)+len(s.Expired) > 0 {
+		c.log.Info("swept", "requeued", s.Requeued, "retried", s.Retried, "lost", s.Lost, "expired", s.Expired)
+	}
 	return s, nil
 }
 

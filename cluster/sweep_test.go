@@ -1,8 +1,10 @@
 package cluster_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -19,8 +21,13 @@ import (
 // retry. Nothing runs twice without the cluster saying so.
 func TestDeadNode(t *testing.T) {
 	url := newDB(t)
-	c := open(t, url)
 	ctx := t.Context()
+	var logs syncBuffer
+	c, err := cluster.Open(ctx, url, cluster.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
 	const lease = time.Second
 	if _, err := c.Register(ctx, cluster.Node{ID: "a", Slots: 10, Memory: 10 * GiB, Lease: lease}); err != nil {
 		t.Fatal(err)
@@ -52,6 +59,9 @@ func TestDeadNode(t *testing.T) {
 	}
 	if fmt.Sprint(s.Requeued, s.Lost, s.Retried) != "[unstarted] [started] [retried]" {
 		t.Fatalf("sweep = %+v", s)
+	}
+	if line := logs.String(); !strings.Contains(line, `"msg":"swept"`) || !strings.Contains(line, `"lost":["started"]`) {
+		t.Fatalf("the sweep logged %q", line)
 	}
 
 	lost := get(t, c, started.ID)
@@ -190,4 +200,22 @@ func TestSweepSparesLiveNodes(t *testing.T) {
 	if _, err := c.Claim(ctx, "nobody"); !errors.Is(err, cluster.ErrNotFound) {
 		t.Fatalf("claim for an unknown node = %v", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
