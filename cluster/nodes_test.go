@@ -13,7 +13,7 @@ import (
 func TestLease(t *testing.T) {
 	c := fresh(t)
 	ctx := t.Context()
-	lease := 1 * time.Second
+	lease := 2 * time.Second
 	l, err := c.Register(ctx, cluster.Node{ID: "a", Address: "10.0.0.1:8080", Slots: 4, Memory: 2 * GiB, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
