@@ -16,6 +16,7 @@ const (
 	StateKilled    State = "killed"    // ended by a kill: the caller's, or the kernel's OOM killer
 	StateBlocked   State = "blocked"   // refused by policy; no container was created
 	StateFailed    State = "failed"    // airlock or the engine failed; exit code 125
+	StateLost      State = "lost"      // cluster mode: its node died while it ran; exit code 125, not run again
 )
 
 // Exit codes with a fixed meaning, as the shell and `docker run` use them.
@@ -100,6 +101,8 @@ func (r Result) Outcome() string {
 		return fmt.Sprintf("ran out of memory: the kernel killed it (exit %d)", r.ExitCode)
 	case r.State == StateFailed:
 		return fmt.Sprintf("could not run: %s (exit %d)", r.Error, r.ExitCode)
+	case r.State == StateLost:
+		return fmt.Sprintf("lost: %s (exit %d)", r.Error, r.ExitCode)
 	case r.State == StateKilled && r.Signal == "":
 		return fmt.Sprintf("killed (exit %d)", r.ExitCode)
 	case r.State == StateKilled:
