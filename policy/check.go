@@ -21,7 +21,7 @@ func (p *Policy) tooLarge(n int) Decision {
 }
 
 // Check judges a shell command as `sh -c command` would run it.
-func (p *Policy) Check(command string) Decision {
+func (p *Policy) Check(command string) (d Decision) {
 	if p.mode == ModeOff {
 		return Decision{Allowed: true, Mode: p.mode}
 	}
@@ -29,7 +29,7 @@ func (p *Policy) Check(command string) Decision {
 		return p.tooLarge(len(command))
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, nil)
 	c.script(command, 0)
 	return c.decision()
 }
@@ -46,24 +46,24 @@ type Step struct {
 // Explain judges command as Check does and also returns the steps: every
 // simple command the checker saw, in order, so that an operator can see why a
 // command was refused (or allowed) without reading the checker's code.
-func (p *Policy) Explain(command string) (Decision, []Step) {
+func (p *Policy) Explain(command string) (d Decision, steps []Step) {
 	if p.mode == ModeOff || len(command) > MaxCommandBytes {
 		return p.Check(command), nil
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, &steps)
 	c.trace = []Step{}
 	c.script(command, 0)
 	return c.decision(), c.trace
 }
 
 // ExplainArgv is Explain for an argv executed directly (CheckArgv).
-func (p *Policy) ExplainArgv(argv []string) (Decision, []Step) {
+func (p *Policy) ExplainArgv(argv []string) (d Decision, steps []Step) {
 	if p.mode == ModeOff || len(argv) == 0 || argvBytes(argv) > MaxCommandBytes {
 		return p.CheckArgv(argv), nil
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, &steps)
 	c.trace = []Step{}
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision(), c.trace
@@ -72,7 +72,7 @@ func (p *Policy) ExplainArgv(argv []string) (Decision, []Step) {
 // CheckArgv judges an argv executed directly, without a shell: its words are
 // literal, so only the program and its arguments are judged (and, for `sh -c`,
 // the script).
-func (p *Policy) CheckArgv(argv []string) Decision {
+func (p *Policy) CheckArgv(argv []string) (d Decision) {
 	if p.mode == ModeOff || len(argv) == 0 {
 		return Decision{Allowed: true, Mode: p.mode}
 	}
@@ -80,7 +80,7 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 		return p.tooLarge(n)
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, nil)
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision()
 }
@@ -151,6 +151,23 @@ func (p *Policy) newChecker() *checker {
 	return c
 }
 
+// finish ends a check: it returns c to the pool, or, if the check panicked,
+// turns the panic into a refusal (internal-error), so that a bug in the checker
+// refuses the command instead of allowing it or ending the process (over MCP
+// stdio a panic ends the server). steps, for Explain, gets the steps judged
+// before the failure and the refusal. A checker that failed is not pooled: its
+// state is whatever the panic left.
+func (c *checker) finish(d *Decision, steps *[]Step) {
+	if recover() == nil {
+		c.release()
+		return
+	}
+	*d = Decision{Rule: RuleInternalError.ID, Reason: RuleInternalError.Reason, Mode: c.p.mode}
+	if steps != nil {
+		*steps = append(c.trace, Step{Rule: RuleInternalError.ID, Reason: RuleInternalError.Reason})
+	}
+}
+
 // release empties c and returns it to the pool. Nothing of it may be used
 // after: the decision is a copy, and a trace is handed over, not kept.
 func (c *checker) release() {
@@ -169,7 +186,6 @@ func (c *checker) release() {
 	if !c.argvBuf.reset() || cap(c.visits) > maxPooledVisits {
 		return
 	}
-	clear(c.visits) // empty already, unless a check panicked
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
 		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf,
 		visits: c.visits[:0]}
@@ -212,6 +228,9 @@ func (c *checker) strict() bool { return c.p.mode == ModeStrict }
 
 // script parses and judges a whole script (the command, or a nested sh -c string).
 func (c *checker) script(src string, depth int) {
+	if c.p.onScript != nil {
+		c.p.onScript(src)
+	}
 	if depth > maxDepth {
 		c.refuse(RuleTooComplex, "")
 		return
