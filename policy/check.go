@@ -536,6 +536,12 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	}
 	alts := [][]segment{nil}
 	for _, part := range w.Parts {
+		if sg, ok := staticPart(part, true); ok { // as partSegments would, without its slices
+			for i := range alts {
+				alts[i] = append(alts[i], sg)
+			}
+			continue
+		}
 		choices := c.partSegments(src, part, true)
 		if len(alts)*len(choices) > maxCandidates {
 			return nil
@@ -544,6 +550,10 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	}
 	out := make([]string, 0, len(alts))
 	for _, a := range alts {
+		if len(a) == 1 && !a[0].dynamic {
+			out = append(out, a[0].s)
+			continue
+		}
 		var b strings.Builder
 		for _, sg := range a {
 			if sg.dynamic {
