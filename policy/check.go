@@ -21,7 +21,7 @@ func (p *Policy) tooLarge(n int) Decision {
 }
 
 // Check judges a shell command as `sh -c command` would run it.
-func (p *Policy) Check(command string) Decision {
+func (p *Policy) Check(command string) (d Decision) {
 	if p.mode == ModeOff {
 		return Decision{Allowed: true, Mode: p.mode}
 	}
@@ -29,7 +29,7 @@ func (p *Policy) Check(command string) Decision {
 		return p.tooLarge(len(command))
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, nil)
 	c.script(command, 0)
 	return c.decision()
 }
@@ -46,24 +46,24 @@ type Step struct {
 // Explain judges command as Check does and also returns the steps: every
 // simple command the checker saw, in order, so that an operator can see why a
 // command was refused (or allowed) without reading the checker's code.
-func (p *Policy) Explain(command string) (Decision, []Step) {
+func (p *Policy) Explain(command string) (d Decision, steps []Step) {
 	if p.mode == ModeOff || len(command) > MaxCommandBytes {
 		return p.Check(command), nil
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, &steps)
 	c.trace = []Step{}
 	c.script(command, 0)
 	return c.decision(), c.trace
 }
 
 // ExplainArgv is Explain for an argv executed directly (CheckArgv).
-func (p *Policy) ExplainArgv(argv []string) (Decision, []Step) {
+func (p *Policy) ExplainArgv(argv []string) (d Decision, steps []Step) {
 	if p.mode == ModeOff || len(argv) == 0 || argvBytes(argv) > MaxCommandBytes {
 		return p.CheckArgv(argv), nil
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, &steps)
 	c.trace = []Step{}
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision(), c.trace
@@ -72,7 +72,7 @@ func (p *Policy) ExplainArgv(argv []string) (Decision, []Step) {
 // CheckArgv judges an argv executed directly, without a shell: its words are
 // literal, so only the program and its arguments are judged (and, for `sh -c`,
 // the script).
-func (p *Policy) CheckArgv(argv []string) Decision {
+func (p *Policy) CheckArgv(argv []string) (d Decision) {
 	if p.mode == ModeOff || len(argv) == 0 {
 		return Decision{Allowed: true, Mode: p.mode}
 	}
@@ -80,7 +80,7 @@ func (p *Policy) CheckArgv(argv []string) Decision {
 		return p.tooLarge(n)
 	}
 	c := p.newChecker()
-	defer c.release()
+	defer c.finish(&d, nil)
 	c.command(argvWords(argv), cmdContext{}, 0)
 	return c.decision()
 }
@@ -125,8 +125,6 @@ type checker struct {
 	trace []Step
 	// argvBuf holds the argvs of the check's simple commands.
 	argvBuf argvBuf
-	// visits are the nodes collect visited, in order, until replay judges them.
-	visits []syntax.Node
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -141,14 +139,27 @@ var checkers = sync.Pool{New: func() any {
 // clearing maps grown by a large script would cost every later check.
 const maxPooledEntries = 256
 
-// maxPooledVisits bounds, likewise, the visits of a checker that goes back to
-// the pool.
-const maxPooledVisits = 1 << 14
-
 func (p *Policy) newChecker() *checker {
 	c := checkers.Get().(*checker)
 	c.p = p
 	return c
+}
+
+// finish ends a check: it returns c to the pool, or, if the check panicked,
+// turns the panic into a refusal (internal-error), so that a bug in the checker
+// refuses the command instead of allowing it or ending the process (over MCP
+// stdio a panic ends the server). steps, for Explain, gets the steps judged
+// before the failure and the refusal. A checker that failed is not pooled: its
+// state is whatever the panic left.
+func (c *checker) finish(d *Decision, steps *[]Step) {
+	if recover() == nil {
+		c.release()
+		return
+	}
+	*d = Decision{Rule: RuleInternalError.ID, Reason: RuleInternalError.Reason, Mode: c.p.mode}
+	if steps != nil {
+		*steps = append(c.trace, Step{Rule: RuleInternalError.ID, Reason: RuleInternalError.Reason})
+	}
 }
 
 // release empties c and returns it to the pool. Nothing of it may be used
@@ -166,13 +177,11 @@ func (c *checker) release() {
 	clear(c.judged)
 	clear(c.argsCache)
 	clear(c.fetchedVars)
-	if !c.argvBuf.reset() || cap(c.visits) > maxPooledVisits {
+	if !c.argvBuf.reset() {
 		return
 	}
-	clear(c.visits) // empty already, unless a check panicked
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf,
-		visits: c.visits[:0]}
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf}
 	checkers.Put(c)
 }
 
@@ -212,6 +221,9 @@ func (c *checker) strict() bool { return c.p.mode == ModeStrict }
 
 // script parses and judges a whole script (the command, or a nested sh -c string).
 func (c *checker) script(src string, depth int) {
+	if c.p.onScript != nil {
+		c.p.onScript(src)
+	}
 	if depth > maxDepth {
 		c.refuse(RuleTooComplex, "")
 		return
@@ -241,12 +253,11 @@ func (c *checker) script(src string, depth int) {
 		return
 	}
 	before := c.stateSize()
-	start := len(c.visits)
 	c.collect(src, f)
 	if c.stateSize() != before {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
-	c.replay(src, start, depth)
+	c.walk(src, f, depth)
 }
 
 // writeTargets are files whose writing does what a refused command does.
@@ -344,122 +355,132 @@ var bindingWords = []string{"for", "select", "function", "set", "alias", "printf
 
 // collect records the script's literal assignments and its self-spawning functions
 // before anything is judged, so that a use before the assignment is followed too.
-// It records the nodes it visits in c.visits, for replay to judge without a
-// second walk.
 func (c *checker) collect(src string, f *syntax.File) {
-	syntax.Walk(f, func(n syntax.Node) bool {
-		c.visits = append(c.visits, n)
-		c.step()
-		switch n := n.(type) {
-		case *syntax.Word:
-			return mayHoldCommands(n)
-		case *syntax.Assign:
-			if n.Name == nil {
-				return true
+	walk(f, &collector{c: c, src: src})
+}
+
+// collector is the visitor of collect. Like the judging walk, it counts a step
+// at every node and at the end of its children, and looks into a word only if
+// the word may hold commands.
+type collector struct {
+	c   *checker
+	src string
+}
+
+func (v *collector) leave() { v.c.step() }
+
+func (v *collector) enter(n syntax.Node) bool {
+	c, src := v.c, v.src
+	c.step()
+	switch n := n.(type) {
+	case *syntax.Word:
+		return mayHoldCommands(n)
+	case *syntax.Assign:
+		if n.Name == nil {
+			return true
+		}
+		if n.Array != nil && !n.Append && n.Index == nil {
+			c.collectArray(src, n)
+			return true
+		}
+		if n.Append && n.Array == nil && n.Index == nil {
+			c.appendVar(src, n)
+			return true
+		}
+		if n.Append || n.Array != nil || n.Index != nil {
+			c.vars.setUnknown(n.Name.Value)
+			return true
+		}
+		alts := c.expandWordNoSplit(src, n.Value)
+		if alts == nil {
+			c.vars.setUnknown(n.Name.Value)
+			if n.Value != nil && c.fetchedText(sourceOf(src, n.Value)) {
+				c.fetchedVars = append(c.fetchedVars, n.Name.Value)
 			}
-			if n.Array != nil && !n.Append && n.Index == nil {
-				c.collectArray(src, n)
-				return true
-			}
-			if n.Append && n.Array == nil && n.Index == nil {
-				c.appendVar(src, n)
-				return true
-			}
-			if n.Append || n.Array != nil || n.Index != nil {
-				c.vars.setUnknown(n.Name.Value)
-				return true
-			}
-			alts := c.expandWordNoSplit(src, n.Value)
-			if alts == nil {
-				c.vars.setUnknown(n.Name.Value)
-				if n.Value != nil && c.fetchedText(sourceOf(src, n.Value)) {
-					c.fetchedVars = append(c.fetchedVars, n.Name.Value)
-				}
-			}
-			for _, v := range alts {
-				c.vars.add(n.Name.Value, v)
-			}
-		case *syntax.ForClause:
-			if it, ok := n.Loop.(*syntax.WordIter); ok {
-				for _, item := range it.Items {
-					for _, alt := range c.expandWord(src, item) {
-						for _, w := range alt {
-							if w.dynamic {
-								c.vars.setUnknown(it.Name.Value)
-							} else {
-								c.vars.add(it.Name.Value, w.s)
-							}
-						}
-					}
-				}
-				if len(it.Items) == 0 {
-					c.vars.setUnknown(it.Name.Value)
-				}
-			}
-		case *syntax.ParamExp:
-			// ${x:=rm} assigns when x is unset.
-			if n.Param != nil && n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
-				if v, ok := c.staticString(n.Exp.Word); ok {
-					c.vars.add(n.Param.Value, v)
-				} else {
-					c.vars.setUnknown(n.Param.Value)
-				}
-			}
-		case *syntax.FuncDecl:
-			if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
-				c.bombs[n.Name.Value] = true
-			}
-			if n.Name != nil {
-				c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
-			}
-		case *syntax.CallExpr:
-			// read, mapfile, getopts and friends assign at run time.
-			if len(n.Args) > 1 && n.Args[0].Lit() == "set" && n.Args[1].Lit() == "--" {
-				// set -- a b c: the positional parameters, when all are static.
-				var elems []string
-				for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
+		}
+		for _, v := range alts {
+			c.vars.add(n.Name.Value, v)
+		}
+	case *syntax.ForClause:
+		if it, ok := n.Loop.(*syntax.WordIter); ok {
+			for _, item := range it.Items {
+				for _, alt := range c.expandWord(src, item) {
 					for _, w := range alt {
 						if w.dynamic {
-							c.vars.setUnknown("@")
-							return true
-						}
-						elems = append(elems, w.s)
-					}
-				}
-				c.vars.setArray("@", elems)
-			}
-			if len(n.Args) > 1 && n.Args[0].Lit() == "alias" {
-				for _, a := range n.Args[1:] {
-					if v, ok := c.staticString(a); ok {
-						if name, body, ok := strings.Cut(v, "="); ok {
-							c.aliases[name] = body
+							c.vars.setUnknown(it.Name.Value)
+						} else {
+							c.vars.add(it.Name.Value, w.s)
 						}
 					}
 				}
 			}
-			if len(n.Args) >= 4 && n.Args[0].Lit() == "printf" && n.Args[1].Lit() == "-v" {
-				// printf -v x FORMAT: a format without conversions is the value.
-				name := n.Args[2].Lit()
-				if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
-					c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
-				} else {
-					c.vars.setUnknown(name)
-				}
-				return true
+			if len(it.Items) == 0 {
+				c.vars.setUnknown(it.Name.Value)
 			}
-			if len(n.Args) > 0 {
-				switch n.Args[0].Lit() {
-				case "read", "mapfile", "readarray", "getopts":
-					for _, a := range n.Args[1:] {
-						if name := a.Lit(); envName(name) {
-							c.vars.setUnknown(name)
-						}
+		}
+	case *syntax.ParamExp:
+		// ${x:=rm} assigns when x is unset.
+		if n.Param != nil && n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
+			if v, ok := c.staticString(n.Exp.Word); ok {
+				c.vars.add(n.Param.Value, v)
+			} else {
+				c.vars.setUnknown(n.Param.Value)
+			}
+		}
+	case *syntax.FuncDecl:
+		if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
+			c.bombs[n.Name.Value] = true
+		}
+		if n.Name != nil {
+			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
+		}
+	case *syntax.CallExpr:
+		// read, mapfile, getopts and friends assign at run time.
+		if len(n.Args) > 1 && n.Args[0].Lit() == "set" && n.Args[1].Lit() == "--" {
+			// set -- a b c: the positional parameters, when all are static.
+			var elems []string
+			for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
+				for _, w := range alt {
+					if w.dynamic {
+						c.vars.setUnknown("@")
+						return true
+					}
+					elems = append(elems, w.s)
+				}
+			}
+			c.vars.setArray("@", elems)
+		}
+		if len(n.Args) > 1 && n.Args[0].Lit() == "alias" {
+			for _, a := range n.Args[1:] {
+				if v, ok := c.staticString(a); ok {
+					if name, body, ok := strings.Cut(v, "="); ok {
+						c.aliases[name] = body
 					}
 				}
 			}
 		}
-		return !c.done()
-	})
+		if len(n.Args) >= 4 && n.Args[0].Lit() == "printf" && n.Args[1].Lit() == "-v" {
+			// printf -v x FORMAT: a format without conversions is the value.
+			name := n.Args[2].Lit()
+			if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
+				c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
+			} else {
+				c.vars.setUnknown(name)
+			}
+			return true
+		}
+		if len(n.Args) > 0 {
+			switch n.Args[0].Lit() {
+			case "read", "mapfile", "readarray", "getopts":
+				for _, a := range n.Args[1:] {
+					if name := a.Lit(); envName(name) {
+						c.vars.setUnknown(name)
+					}
+				}
+			}
+		}
+	}
+	return !c.done()
 }
 
 // appendVar follows x+=value: every value x may have, extended.
@@ -515,6 +536,12 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	}
 	alts := [][]segment{nil}
 	for _, part := range w.Parts {
+		if sg, ok := staticPart(part, true); ok { // as partSegments would, without its slices
+			for i := range alts {
+				alts[i] = append(alts[i], sg)
+			}
+			continue
+		}
 		choices := c.partSegments(src, part, true)
 		if len(alts)*len(choices) > maxCandidates {
 			return nil
@@ -523,6 +550,10 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	}
 	out := make([]string, 0, len(alts))
 	for _, a := range alts {
+		if len(a) == 1 && !a[0].dynamic {
+			out = append(out, a[0].s)
+			continue
+		}
 		var b strings.Builder
 		for _, sg := range a {
 			if sg.dynamic {
@@ -538,40 +569,59 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 // spawnsItself reports whether a function body calls the function in a pipeline,
 // in the background, or more than once: the shape of every fork bomb.
 func spawnsItself(name string, body *syntax.Stmt) bool {
-	calls, forked := 0, false
-	var visit func(n syntax.Node, inFork bool)
-	visit = func(n syntax.Node, inFork bool) {
-		if n == nil {
-			return // a statement of redirections only: f(){ >x & }
-		}
-		syntax.Walk(n, func(m syntax.Node) bool {
-			switch m := m.(type) {
-			case *syntax.Stmt:
-				if m.Background && m != n {
-					visit(m.Cmd, true)
-					return false
-				}
-			case *syntax.BinaryCmd:
-				if m.Op == syntax.Pipe || m.Op == syntax.PipeAll {
-					visit(m.X, true)
-					visit(m.Y, true)
-					return false
-				}
-			case *syntax.CallExpr:
-				if len(m.Args) > 0 && m.Args[0].Lit() == name {
-					calls++
-					forked = forked || inFork
-				}
-			}
-			return true
-		})
-	}
+	v := &selfCalls{name: name}
 	if body.Background {
-		visit(body.Cmd, true)
+		v.walkForked(body.Cmd)
 	} else {
-		visit(body, false)
+		v.root = body
+		walk(body, v)
 	}
-	return forked || calls >= 2
+	return v.forkedCall || v.calls >= 2
+}
+
+// selfCalls is the visitor of spawnsItself: it counts the calls of a function
+// in its body, and those that run in a fork (a pipeline or the background).
+type selfCalls struct {
+	name       string
+	calls      int
+	forkedCall bool        // a call runs in a fork
+	inFork     bool        // the walk is inside a fork
+	root       syntax.Node // where the current walk started
+}
+
+func (v *selfCalls) enter(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		if n.Background && n != v.root {
+			v.walkForked(n.Cmd)
+			return false
+		}
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			v.walkForked(n.X)
+			v.walkForked(n.Y)
+			return false
+		}
+	case *syntax.CallExpr:
+		if len(n.Args) > 0 && n.Args[0].Lit() == v.name {
+			v.calls++
+			v.forkedCall = v.forkedCall || v.inFork
+		}
+	}
+	return true
+}
+
+func (v *selfCalls) leave() {}
+
+// walkForked walks n as a command that runs in a fork.
+func (v *selfCalls) walkForked(n syntax.Node) {
+	if n == nil {
+		return // a statement of redirections only: f(){ >x & }
+	}
+	inFork, root := v.inFork, v.root
+	v.inFork, v.root = true, n
+	walk(n, v)
+	v.inFork, v.root = inFork, root
 }
 
 // funcDef is a function the script defines.
@@ -638,23 +688,23 @@ func (ws *walkState) setInner(b *syntax.BinaryCmd) {
 
 // walk judges every statement of a parsed script, in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
-	var ws walkState
-	syntax.Walk(f, func(n syntax.Node) bool { return c.visit(src, n, &ws, depth) })
+	walk(f, &judge{c: c, src: src, depth: depth})
 }
 
-// replay judges the nodes collect recorded from c.visits[start:], as walk
-// would judge them: walk visits the same nodes in the same order (syntax.Walk's
-// closing nil calls included, which count as steps), because both prune only
-// the words that hold no commands, and a walk after a refusal judges nothing.
-func (c *checker) replay(src string, start, depth int) {
-	var ws walkState
-	end := len(c.visits)
-	// A nested script, judged meanwhile, records after end and truncates back.
-	for i := start; i < end && !c.done(); i++ {
-		c.visit(src, c.visits[i], &ws, depth)
+// judge is the visitor of the judging walk. It stops at the first refusal.
+type judge struct {
+	c     *checker
+	src   string
+	ws    walkState
+	depth int
+}
+
+func (v *judge) enter(n syntax.Node) bool { return v.c.visit(v.src, n, &v.ws, v.depth) }
+
+func (v *judge) leave() {
+	if !v.c.done() {
+		v.c.step()
 	}
-	clear(c.visits[start:end])
-	c.visits = c.visits[:start]
 }
 
 // visit judges one node of a walk; it reports whether to look inside it.
@@ -947,30 +997,41 @@ func ifsFields(text string) []string {
 
 // fetches reports whether a statement downloads: curl or wget anywhere in it.
 func (c *checker) fetches(src string, n syntax.Node) bool {
-	found := false
-	syntax.Walk(n, func(m syntax.Node) bool {
-		if found {
-			return false
-		}
-		switch m := m.(type) {
-		case *syntax.Word:
-			return mayHoldCommands(m)
-		case *syntax.CallExpr:
-			for _, argv := range c.callArgs(src, m, true) {
-				if len(argv) > 0 && !argv[0].dynamic {
-					if _, wrapped := wrappers[commandName(argv[0].s)]; wrapped {
-						argv = c.unwrapQuiet(argv)
-					}
-				}
-				if len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
-					found = true
+	v := &fetchFinder{c: c, src: src}
+	walk(n, v)
+	return v.found
+}
+
+// fetchFinder is the visitor of fetches.
+type fetchFinder struct {
+	c     *checker
+	src   string
+	found bool
+}
+
+func (v *fetchFinder) enter(n syntax.Node) bool {
+	if v.found {
+		return false
+	}
+	switch n := n.(type) {
+	case *syntax.Word:
+		return mayHoldCommands(n)
+	case *syntax.CallExpr:
+		for _, argv := range v.c.callArgs(v.src, n, true) {
+			if len(argv) > 0 && !argv[0].dynamic {
+				if _, wrapped := wrappers[commandName(argv[0].s)]; wrapped {
+					argv = v.c.unwrapQuiet(argv)
 				}
 			}
+			if len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
+				v.found = true
+			}
 		}
-		return !found
-	})
-	return found
+	}
+	return !v.found
 }
+
+func (v *fetchFinder) leave() {}
 
 // redirects judges a statement's redirections, and notes here-documents fed to
 // the command.

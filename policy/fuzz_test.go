@@ -135,6 +135,9 @@ func checkInvariants(t *testing.T, pols []namedPolicy, input string, judge func(
 			continue
 		}
 		refused[np.name] = true
+		if d1.Rule == policy.RuleInternalError.ID {
+			t.Fatalf("%s: the checker failed (a panic, refused as %s): %+v", what(), d1.Rule, d1)
+		}
 		if !ruleIDs[d1.Rule] {
 			t.Fatalf("%s: refused with unknown rule %q: %+v", what(), d1.Rule, d1)
 		}

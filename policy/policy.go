@@ -89,6 +89,9 @@ type Policy struct {
 	allowlist     map[string][][]string       // program -> permitted leading words (nil: any)
 	roots         []string
 	denyWrite     []*regexp.Regexp
+	// onScript, when not nil, is called with every script the checker is
+	// about to judge: tests make it panic to see the check fail closed.
+	onScript func(src string)
 }
 
 // New compiles cfg. An invalid pattern or mode is an error naming the field.

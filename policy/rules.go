@@ -28,6 +28,9 @@ var (
 	RuleEvalFetched = Rule{"eval-fetched", "evaluates downloaded text as commands"}
 	RuleTooComplex  = Rule{"too-complex", "nests shells, evals or expansions too deeply to judge"}
 	RuleTooLarge    = Rule{"too-large", "the command is larger than the policy judges (MaxCommandBytes)"}
+	// RuleInternalError refuses what the checker failed to judge (a bug in
+	// it): failing closed, the command does not run.
+	RuleInternalError = Rule{"internal-error", "the policy checker failed on this command, so it was not judged and does not run"}
 
 	// Strict mode: what a static check cannot decide.
 	RuleDynamicCommand = Rule{"dynamic-command", "the command name is only known when it runs"}
@@ -49,7 +52,7 @@ func Rules() []Rule {
 	return []Rule{
 		RuleRmRoot, RuleFindDelete, RuleMkfs, RuleBlockDevice, RuleChmodRoot, RuleForkBomb, RulePower,
 		RuleFirewall, RuleSELinux, RulePrivilege, RuleChroot, RuleMount, RuleFetchPipe, RuleEvalFetched,
-		RuleTooComplex, RuleTooLarge, RuleDynamicCommand, RulePipeShell, RuleUnparseable, RuleInlineCode,
+		RuleTooComplex, RuleTooLarge, RuleInternalError, RuleDynamicCommand, RulePipeShell, RuleUnparseable, RuleInlineCode,
 		RuleDenyProgram, RuleDenyPattern, RuleNotAllowed, RuleOutsideRoots, RulePathTraversal, RuleDenyWrite,
 	}
 }

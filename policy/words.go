@@ -3,6 +3,7 @@ package policy
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -236,12 +237,32 @@ func splitFields(segs []segment, ifs, source string) []word {
 			started = true
 			continue
 		}
-		for _, r := range sg.s {
-			if strings.ContainsRune(ifs, r) {
-				flush()
+		// The runes between separators are appended a run at a time, not one
+		// by one; a byte that is not UTF-8 reads as U+FFFD, as it does when
+		// ranging over a string.
+		run := 0 // where the runes not yet appended begin
+		for i := 0; i < len(sg.s); {
+			r, size := utf8.DecodeRuneInString(sg.s[i:])
+			sep := strings.ContainsRune(ifs, r)
+			if !sep && (r != utf8.RuneError || size > 1) {
+				i += size
 				continue
 			}
-			cur.s += string(r)
+			if run < i {
+				cur.s += sg.s[run:i]
+				started = true
+			}
+			if sep {
+				flush()
+			} else {
+				cur.s += string(r)
+				started = true
+			}
+			i += size
+			run = i
+		}
+		if run < len(sg.s) {
+			cur.s += sg.s[run:]
 			started = true
 		}
 	}
@@ -330,6 +351,12 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 	case *syntax.DblQuoted:
 		alts := [][]segment{nil}
 		for _, inner := range p.Parts {
+			if sg, ok := staticPart(inner, true); ok { // as below, without the slices
+				for i := range alts {
+					alts[i] = append(alts[i], sg)
+				}
+				continue
+			}
 			choices := c.partSegments(src, inner, true)
 			if len(alts)*len(choices) > maxWordAlts {
 				return [][]segment{{{s: sourceOf(src, p), dynamic: true}}}
