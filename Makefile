@@ -16,6 +16,10 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 CMD     ?= echo "hello from airlock"; id; cat /etc/os-release 2>/dev/null || uname -a
 
 PROBE   := bin/airlock-probe
+
+# The integration tests that run again with the pool off (integration/run_test.go,
+# background_test.go, jobinit_test.go, hostile_test.go).
+POOL_OFF_TESTS := ^Test(ExitCodes|ResultProvenance|Timeout|SIGTERM|MemoryBalloon|InstantBalloons|ChildOOM|ForkBomb|TmpfsFill|RootfsIsReadOnly|NetworkEgress|SandboxControls|StdoutFlood|OutputCaps|StderrSeparate|BinaryOutput|StdinFed|NoStdin|BackgroundChildren|RunsDoNotShare|EnvDoesNotLeak|ConcurrentRuns|ResourceUsage|CallerCancel|Background|Job|InitReport|Hostile)
 LISTEN  ?= 127.0.0.1:8080
 
 # The server image (Dockerfile) packs bin/airlock and a copy of the host's static
@@ -58,6 +62,9 @@ test: images ## vet, then unit and integration tests against the real engine; fa
 	# -p 1: packages share one engine, and the integration suite removes and rebuilds
 	# the sandbox image and counts every airlock container on it.
 	$(GO) test -race -count=1 -p 1 -timeout 40m ./...
+	# The tests of runs, jobs and the hostile battery again, with no warm pool:
+	# the pool on and off give the same answers.
+	AIRLOCK_TEST_POOL=off $(GO) test -race -count=1 -timeout 30m -run '$(POOL_OFF_TESTS)' ./integration/
 	@left=$$(docker ps -aq --filter label=io.airlock.managed=true); \
 	if [ -n "$$left" ]; then echo "leaked containers: $$left"; exit 1; fi; \
 	vols=$$(docker volume ls -q --filter label=io.airlock.managed=true); \

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,10 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/go-units"
 
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -127,11 +132,38 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 	fmt.Fprintf(w, "pooled over HTTP\tp50 %s (library %s, +%s)\tp99 %s (library %s)\n", ms(percentile(api, 0.5)), ms(percentile(lib, 0.5)),
 		ms(percentile(api, 0.5)-percentile(lib, 0.5)), ms(percentile(api, 0.99)), ms(percentile(lib, 0.99)))
 
-	// Under load: 8 callers for -d, with the pool and without.
+	if err := idleCost(ctx, b, w, warm); err != nil {
+		return err
+	}
+
+	// A burst of 8 callers within a pool sized for it: every run a hit.
+	burst, err := executor.New(executor.WithConfig(cfg), executor.WithPool(map[string]int{*image: burstPool}))
+	if err != nil {
+		return err
+	}
+	defer burst.Close()
+	t0 := time.Now()
+	for deadline := t0.Add(5 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if idle := poolIdle(burst); idle >= burstPool {
+			break
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("the burst pool filled %d of %d", idle, burstPool)
+		}
+	}
+	fill := time.Since(t0)
+	lat, err := burstOf(ctx, burst, 8, burstPool/8)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n8 callers, %d runs from a pool of %d (filled in %s: %.1f starts/s, the refill rate this engine allows)\tp50 %s\tp90 %s\tp99 %s\n",
+		len(lat), burstPool, ms(fill), float64(burstPool)/fill.Seconds(), ms(percentile(lat, 0.5)), ms(percentile(lat, 0.9)), ms(percentile(lat, 0.99)))
+
+	// Sustained: 8 callers for -d, with the pool and without. Every run
+	// consumes a sandbox, so past the pool's size the rate is the engine's.
 	if err := waitIdle(poolSize); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n8 callers for %s\truns/s\tp50\tp99\n", *duration)
+	fmt.Fprintf(w, "8 callers for %s\truns/s\tp50\tp99\n", *duration)
 	for _, c := range []struct {
 		name string
 		ex   *executor.Executor
@@ -147,6 +179,95 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 			fmt.Fprintf(w, "pool: %d hits, %d misses; last refill took %s\n", st.Hits, st.Misses, ms(st.LastRefill))
 		}
 	}
+	return w.Flush()
+}
+
+// burstPool is the pool of the burst: 8 runs for each of 8 callers.
+const burstPool = 64
+
+func poolIdle(e *executor.Executor) int {
+	for _, st := range e.PoolStats() {
+		if st.Key.Image == *image && st.Key.Workspace == "" {
+			return st.Idle
+		}
+	}
+	return 0
+}
+
+// burstOf runs `echo hi` n times from each of c callers at once and returns
+// the sorted latencies.
+func burstOf(ctx context.Context, ex *executor.Executor, c, n int) ([]time.Duration, error) {
+	var (
+		mu    sync.Mutex
+		lat   []time.Duration
+		first error
+		wg    sync.WaitGroup
+	)
+	for range c {
+		wg.Go(func() {
+			for range n {
+				t0 := time.Now()
+				res, err := ex.Run(ctx, executor.Spec{Argv: []string{"echo", "hi"}})
+				if err == nil {
+					err = check(res.Stdout, res.Stderr, res.ExitCode)
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(t0))
+				if err != nil && first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	return lat, first
+}
+
+// idleCost prints what the warm sandboxes of e cost while they wait: the
+// engine's figures of their CPU over a few seconds and their memory.
+func idleCost(ctx context.Context, b *bench, w *tabwriter.Writer, e *executor.Executor) error {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.airlock.pool"))})
+	if err != nil {
+		return err
+	}
+	var cpuNS, mem uint64
+	var n int
+	for _, c := range cs {
+		st, err := b.cli.ContainerStatsOneShot(ctx, c.ID)
+		if err != nil {
+			continue
+		}
+		var first container.StatsResponse
+		err = json.NewDecoder(st.Body).Decode(&first)
+		st.Body.Close()
+		if err != nil {
+			continue
+		}
+		time.Sleep(2 * time.Second)
+		st, err = b.cli.ContainerStatsOneShot(ctx, c.ID)
+		if err != nil {
+			continue
+		}
+		var second container.StatsResponse
+		err = json.NewDecoder(st.Body).Decode(&second)
+		st.Body.Close()
+		if err != nil {
+			continue
+		}
+		cpuNS += second.CPUStats.CPUUsage.TotalUsage - first.CPUStats.CPUUsage.TotalUsage
+		mem += second.MemoryStats.Usage
+		n++
+		if n == 3 {
+			break
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("no warm sandbox to measure")
+	}
+	fmt.Fprintf(w, "a warm sandbox while it waits (%d measured, 2 s each)\tCPU %.3f ms/s\tmemory %s\n",
+		n, float64(cpuNS)/float64(n)/2/1e6, units.BytesSize(float64(mem)/float64(n)))
 	return w.Flush()
 }
 
