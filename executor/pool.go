@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,10 @@ type pool struct {
 	mu    sync.Mutex
 	keys  map[PoolKey]*poolEntry
 	limit chan struct{} // bounds concurrent refills: the engine starts a few at a time
+	// inflight counts the claims whose runs have not been released: while runs
+	// are in flight, a pool with a quarter of its size or more idle defers its
+	// refills to the moment none is (see refill).
+	inflight int
 }
 
 type poolEntry struct {
@@ -156,6 +161,9 @@ func keyOf(s Spec) PoolKey {
 // claim takes a warm sandbox for s, with s's limits set, or nil (a miss).
 func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 	key := keyOf(s)
+	p.mu.Lock()
+	p.inflight++ // until release, which every claim is followed by
+	p.mu.Unlock()
 	// A warm sandbox starts with the default limits; the engine sets others at
 	// the claim, except under a runtime with a kernel of its own (gVisor),
 	// which cannot change them: such a run starts cold.
@@ -200,17 +208,22 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 // warm, so that an agent's loop of runs on one workspace finds one every time.
 func (p *pool) release(s Spec, used *sandbox) {
 	if used != nil {
-		p.remove(used)
+		p.retire(used)
 	}
 	key := keyOf(s)
-	if s.Workspace != "" {
-		p.mu.Lock()
-		if _, ok := p.keys[key]; !ok {
-			p.keys[key] = &poolEntry{size: 1}
-		}
-		p.mu.Unlock()
+	p.mu.Lock()
+	p.inflight--
+	if _, ok := p.keys[key]; !ok && s.Workspace != "" {
+		p.keys[key] = &poolEntry{size: 1}
 	}
-	p.refill(key)
+	keys := []PoolKey{key}
+	if p.inflight == 0 { // the deferred refills of every key
+		keys = slices.Collect(maps.Keys(p.keys))
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		p.refill(k)
+	}
 }
 
 // dropWorkspace removes the warm sandboxes of a workspace, so that it can be
@@ -237,11 +250,20 @@ func (p *pool) dropWorkspace(id string) {
 }
 
 // refill starts sandboxes for key in the background until it has its size.
+//
+// A container's start takes the engine's and the host's CPU from the runs in
+// flight: while any is, a pool that still has a quarter of its size idle (or
+// starting) waits, and release refills it when the last run ends. A burst
+// within the pool's size is then served without a start beside it, and a pool
+// running low refills at once.
 func (p *pool) refill(key PoolKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ent := p.keys[key]
 	if ent == nil || p.ctx.Err() != nil {
+		return
+	}
+	if p.inflight > 0 && len(ent.idle)+ent.filling >= max(1, ent.size/4) {
 		return
 	}
 	for ; len(ent.idle)+ent.filling < ent.size; ent.filling++ {
@@ -344,7 +366,23 @@ func (p *pool) workspaceTenant(ctx context.Context, id string) string {
 	return ""
 }
 
-// remove removes a used or unwanted sandbox off the request path.
+// retire ends a used sandbox off the request path. Its init has ended, or
+// ends once its stdin closes, and the engine removes the container as it stops
+// (AutoRemove); only one still running after retireWait is removed by force.
+func (p *pool) retire(sb *sandbox) {
+	p.wg.Go(func() {
+		sb.att.Close()
+		select {
+		case <-sb.exited:
+		case <-time.After(retireWait):
+			p.e.discard(context.Background(), sb.containerID)
+		}
+	})
+}
+
+const retireWait = 5 * time.Second
+
+// remove removes an unwanted sandbox off the request path.
 func (p *pool) remove(sb *sandbox) {
 	p.wg.Go(func() {
 		if sb.att != nil {

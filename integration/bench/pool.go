@@ -132,6 +132,9 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 	fmt.Fprintf(w, "pooled over HTTP\tp50 %s (library %s, +%s)\tp99 %s (library %s)\n", ms(percentile(api, 0.5)), ms(percentile(lib, 0.5)),
 		ms(percentile(api, 0.5)-percentile(lib, 0.5)), ms(percentile(api, 0.99)), ms(percentile(lib, 0.99)))
 
+	if err := waitIdle(poolSize); err != nil {
+		return err
+	}
 	if err := idleCost(ctx, b, w, warm); err != nil {
 		return err
 	}
@@ -234,26 +237,26 @@ func idleCost(ctx context.Context, b *bench, w *tabwriter.Writer, e *executor.Ex
 	}
 	var cpuNS, mem uint64
 	var n int
-	for _, c := range cs {
-		st, err := b.cli.ContainerStatsOneShot(ctx, c.ID)
+	var lastErr error
+	stats := func(id string) (container.StatsResponse, error) {
+		var s container.StatsResponse
+		st, err := b.cli.ContainerStatsOneShot(ctx, id)
 		if err != nil {
-			continue
+			return s, err
 		}
-		var first container.StatsResponse
-		err = json.NewDecoder(st.Body).Decode(&first)
-		st.Body.Close()
+		defer st.Body.Close()
+		return s, json.NewDecoder(st.Body).Decode(&s)
+	}
+	for _, c := range cs {
+		first, err := stats(c.ID)
 		if err != nil {
+			lastErr = err
 			continue
 		}
 		time.Sleep(2 * time.Second)
-		st, err = b.cli.ContainerStatsOneShot(ctx, c.ID)
+		second, err := stats(c.ID)
 		if err != nil {
-			continue
-		}
-		var second container.StatsResponse
-		err = json.NewDecoder(st.Body).Decode(&second)
-		st.Body.Close()
-		if err != nil {
+			lastErr = err
 			continue
 		}
 		cpuNS += second.CPUStats.CPUUsage.TotalUsage - first.CPUStats.CPUUsage.TotalUsage
@@ -264,7 +267,7 @@ func idleCost(ctx context.Context, b *bench, w *tabwriter.Writer, e *executor.Ex
 		}
 	}
 	if n == 0 {
-		return fmt.Errorf("no warm sandbox to measure")
+		return fmt.Errorf("no warm sandbox to measure among %d: %v", len(cs), lastErr)
 	}
 	fmt.Fprintf(w, "a warm sandbox while it waits (%d measured, 2 s each)\tCPU %.3f ms/s\tmemory %s\n",
 		n, float64(cpuNS)/float64(n)/2/1e6, units.BytesSize(float64(mem)/float64(n)))
