@@ -22,7 +22,7 @@ type capture struct {
 const minTailBytes = 64 << 10
 
 func newCapture(limit int64, live io.Writer) *capture {
-	return &capture{limit: limit, tail: ring{buf: make([]byte, 0, max(limit, minTailBytes))}, live: live}
+	return &capture{limit: limit, tail: newRing(int(max(limit, minTailBytes))), live: live}
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -69,14 +69,18 @@ func lastLines(b []byte, n int) string {
 	return string(b[start+1:])
 }
 
-// ring keeps the last cap(buf) bytes written to it.
+// ring keeps the last size bytes written to it. Its buffer grows as bytes
+// come, so that a run that writes three bytes does not pay for a megabyte.
 type ring struct {
+	size int
 	buf  []byte
 	next int // where the next byte goes once buf is full
 }
 
+func newRing(size int) ring { return ring{size: size} }
+
 func (r *ring) write(p []byte) {
-	size := cap(r.buf)
+	size := r.size
 	if size == 0 {
 		return
 	}
@@ -99,7 +103,7 @@ func (r *ring) write(p []byte) {
 
 // bytes returns the kept bytes in the order they were written.
 func (r *ring) bytes() []byte {
-	if len(r.buf) < cap(r.buf) || r.next == 0 {
+	if len(r.buf) < r.size || r.next == 0 {
 		return r.buf
 	}
 	out := make([]byte, 0, len(r.buf))

@@ -117,7 +117,7 @@ func TestRingMatchesNaive(t *testing.T) {
 		for _, pattern := range []string{"small writes", "mixed sizes", "writes bigger than the ring"} {
 			t.Run(fmt.Sprintf("size %d, %s", size, pattern), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(size), 42))
-				ring := ring{buf: make([]byte, 0, size)}
+				ring := newRing(size)
 				var all []byte
 				for i := range 500 {
 					var n int

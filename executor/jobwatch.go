@@ -462,7 +462,7 @@ func (w *watcher) openLogs() error {
 			return err
 		}
 		w.files[s] = f
-		w.tails[s] = ring{buf: make([]byte, 0, minTailBytes)}
+		w.tails[s] = newRing(minTailBytes)
 		if t, err := os.ReadFile(filepath.Join(dir, name+".tail")); err == nil {
 			w.tails[s].write(t)
 		}
@@ -612,7 +612,7 @@ func (w *watcher) exact(rep *initproto.Report) {
 		}
 		w.cur.Total[s] = n
 		if n > w.j.LogCap {
-			w.tails[s] = ring{buf: make([]byte, 0, minTailBytes)}
+			w.tails[s] = newRing(minTailBytes)
 			w.tails[s].write([2][]byte{rep.StdoutTail, rep.StderrTail}[s])
 		}
 	}

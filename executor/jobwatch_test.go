@@ -21,7 +21,7 @@ func newTestWatcher(t *testing.T, cur logCursor, logCap int64) *watcher {
 		}
 		t.Cleanup(func() { f.Close() })
 		w.files[s] = f
-		w.tails[s] = ring{buf: make([]byte, 0, 1024)}
+		w.tails[s] = newRing(1024)
 	}
 	return w
 }

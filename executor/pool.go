@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/initproto"
 )
 
 // The warm pool: sandboxes started ahead of time whose init waits for its one
@@ -324,7 +326,7 @@ func (p *pool) start(key PoolKey) (*sandbox, error) {
 	id := NewID()
 	s := Spec{Image: key.Image, Runtime: key.Runtime, User: key.User, Network: key.Network, TmpfsSize: key.TmpfsSize,
 		Memory: e.cfg.Defaults.Memory, CPUs: e.cfg.Defaults.CPUs, Pids: e.cfg.Defaults.Pids, Workdir: key.Workdir,
-		Argv: []string{"(warm)"}}
+		Argv: []string{initproto.WarmArg}}
 	plan := e.plan(id, s)
 	plan.Labels[labelPool], plan.Labels[labelPoolStore] = p.owner, e.store.ID()
 	// Its deadline covers the wait and the longest run it may serve.

@@ -30,6 +30,9 @@ func main() {
 	// memory through /proc/1 (they run as the same user): a command could
 	// otherwise write a forged report into the init's stdout.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// What does not depend on the command is ready before it comes: a warm
+	// sandbox waits here, and its run starts the moment the request is read.
+	pre := prepare()
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	req, err := initproto.ReadRequest(in)
 	if err != nil {
@@ -42,7 +45,7 @@ func main() {
 	if req.Keep > 0 {
 		out = &passthrough{keep: req.Keep, marker: req.Marker, streams: [2]*kept{{f: os.Stdout}, {f: os.Stderr}}}
 	}
-	rep := run(req, in, out)
+	rep := run(req, in, out, pre)
 	out.report(&rep)
 	os.Exit(rep.ExitCode)
 }
@@ -184,11 +187,42 @@ func (p *passthrough) report(rep *initproto.Report) {
 // (a kill from the host arrives at PID 1).
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-func run(req initproto.Request, in *bufio.Reader, out output) initproto.Report {
+// prepared is what run needs that no request changes.
+type prepared struct {
+	sigs       chan os.Signal
+	oomBefore  int64 // the cgroup's OOM kills before the command
+	outR, outW *os.File
+	errR, errW *os.File
+	err        error // of the pipes
+}
+
+func prepare() prepared {
+	p := prepared{sigs: make(chan os.Signal, 8), oomBefore: oomKills()}
+	signal.Notify(p.sigs, append(forwarded, syscall.Signal(initproto.ForceKill))...)
+	var err1, err2 error
+	p.outR, p.outW, err1 = os.Pipe()
+	p.errR, p.errW, err2 = os.Pipe()
+	p.err = firstErr(err1, err2)
+	// The first look into a directory of a fresh root costs milliseconds (the
+	// overlay looks through the image's layers). A warm sandbox, which waits
+	// for its request anyway, looks at everything in the PATH's directories
+	// now, so that finding the command later hits the kernel's cache; a cold
+	// start goes straight on.
+	if len(os.Args) < 2 || os.Args[1] != initproto.WarmArg {
+		return p
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			os.Stat(filepath.Join(dir, e.Name()))
+		}
+	}
+	return p
+}
+
+func run(req initproto.Request, in *bufio.Reader, out output, pre prepared) initproto.Report {
 	rep := initproto.Report{OOMKills: -1}
-	oomBefore := oomKills()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, append(forwarded, syscall.Signal(initproto.ForceKill))...)
+	oomBefore, sigs := pre.oomBefore, pre.sigs
 
 	env := append(os.Environ(), req.Env...)
 	path, err := lookPath(req.Argv[0], env)
@@ -208,10 +242,9 @@ func run(req initproto.Request, in *bufio.Reader, out output) initproto.Report {
 	if err != nil {
 		return failStart(out, req.Argv[0], err)
 	}
-	outR, outW, err1 := os.Pipe()
-	errR, errW, err2 := os.Pipe()
-	if err := firstErr(err1, err2); err != nil {
-		return failStart(out, req.Argv[0], err)
+	outR, outW, errR, errW := pre.outR, pre.outW, pre.errR, pre.errW
+	if pre.err != nil {
+		return failStart(out, req.Argv[0], pre.err)
 	}
 	rep.Started = time.Now().UnixNano()
 	proc, err := os.StartProcess(path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: env, Files: []*os.File{stdin, outW, errW}})

@@ -46,6 +46,10 @@ const TailBytes = 64 << 10
 // which the init never passes on.
 const ForceKill = 64
 
+// WarmArg is the init's argument in a sandbox started ahead of its run (the
+// pool's): it has time to warm the kernel's caches before its request comes.
+const WarmArg = "--warm"
+
 // MaxRequest bounds the request line (argv and env are bounded well below it).
 const MaxRequest = 8 << 20
 
