@@ -188,6 +188,9 @@ func TestSweepSparesLiveNodes(t *testing.T) {
 	j = claim(t, c, "a")
 	c.Start(ctx, j.ID, j.Fence())
 	expire(t, url, "a")
+	// expire shortened the lease to a millisecond: a renewal of that would
+	// lapse again before the sweep. The node comes back with its real lease.
+	exec(t, url, `update airlock.nodes set lease = interval '1 minute' where id = $1`, "a")
 	if _, err := c.Heartbeat(ctx, "a"); err != nil { // back just in time
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type auditLog struct {
 // auditEvent is one line of the audit log.
 type auditEvent struct {
 	Time   time.Time `json:"time"`
-	Event  string    `json:"event"` // check, run.start, run.finish, kill, refused, auth.failed
+	Event  string    `json:"event"` // check, run.start, run.finish, kill, refused, auth.failed, node.drain, node.undrain
 	Tenant string    `json:"tenant,omitempty"`
 	ID     string    `json:"id,omitempty"`
 	Via    string    `json:"via,omitempty"` // http or mcp
@@ -58,6 +58,8 @@ type auditEvent struct {
 
 	Workspace string `json:"workspace,omitempty"`
 	Path      string `json:"path,omitempty"` // a file or directory in the workspace
+
+	Node string `json:"node,omitempty"` // a cluster node (node.drain, node.undrain)
 
 	Remote string `json:"remote,omitempty"`
 	Token  string `json:"token,omitempty"` // a fingerprint, never the token

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,7 +68,46 @@ type Config struct {
 	// KillJobsOnShutdown kills background jobs when the server stops; by default
 	// they go on running, for the next server on the data dir to adopt.
 	KillJobsOnShutdown bool `json:"kill_jobs_on_shutdown"`
+	// Cluster, when its Database is set, makes the server a node of a cluster
+	// coordinated through PostgreSQL (docs/cluster.md).
+	Cluster ClusterConfig `json:"cluster,omitzero"`
 }
+
+// ClusterConfig is a node's side of cluster mode. Without Database the server
+// is one process with its embedded store, and the rest is ignored.
+type ClusterConfig struct {
+	// Database is the PostgreSQL URL (postgres://user:password@host/db). Its
+	// password never appears in logs, errors or --print-config.
+	Database string `json:"database,omitempty"`
+	// NodeID names the node; empty: the id kept in <data_dir>/node-id, made
+	// from the host name and a random suffix at the first start, so that a
+	// restarted server on the same data dir is the same node.
+	NodeID string `json:"node_id,omitempty"`
+	// Advertise is the host:port the other nodes reach this one's API at; empty:
+	// the listen address, with the host name when it listens on every address.
+	Advertise string `json:"advertise,omitempty"`
+	// Slots is how many sandboxes the node runs at once; 0: the tenants'
+	// default max_concurrent.
+	Slots int `json:"slots,omitempty"`
+	// Memory is the node's sandbox memory budget in bytes; 0: Slots times the
+	// memory ceiling, room for every slot at the largest run.
+	Memory int64 `json:"memory,omitempty"`
+	// Lease is how long one heartbeat keeps the node alive, in seconds (default
+	// 15). It heartbeats every third of it and sweeps every half.
+	Lease float64 `json:"lease,omitempty"`
+	// AdminTenants may drain and undrain nodes (POST /v1/nodes/{id}/drain).
+	// Without tokens the anonymous caller, on loopback, may.
+	AdminTenants []string `json:"admin_tenants,omitempty"`
+}
+
+// Lease bounds: a lease shorter than a second leaves a heartbeat no time to
+// cross a busy network; one longer than ten minutes leaves a dead node's jobs
+// waiting that long.
+const (
+	minLease     = time.Second
+	maxLease     = 10 * time.Minute
+	defaultLease = 15 * time.Second
+)
 
 // Ceilings are the operator's upper bounds on what a request may ask for.
 type Ceilings struct {
@@ -210,6 +250,39 @@ var settings = []setting{
 	{"kill-jobs-on-shutdown", "kill background jobs when the server stops", func(c *Config, v string) error {
 		return parseBool(v, &c.KillJobsOnShutdown)
 	}},
+	{"database", "cluster mode: the PostgreSQL URL, postgres://user:password@host/db; the server becomes a node of the cluster it coordinates (default: none, one process)", func(c *Config, v string) error {
+		if err := checkDatabaseURL(v); err != nil {
+			return err
+		}
+		c.Cluster.Database = v
+		return nil
+	}},
+	{"node-id", "cluster mode: this node's id (default: kept in <data>/node-id, made from the host name at the first start)", func(c *Config, v string) error {
+		c.Cluster.NodeID = v
+		return nil
+	}},
+	{"advertise", "cluster mode: host:port other nodes reach this node's API at (default: the listen address)", func(c *Config, v string) error {
+		c.Cluster.Advertise = v
+		return nil
+	}},
+	{"node-slots", "cluster mode: sandboxes this node runs at once (default: --max-concurrent)", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a positive integer", v)
+		}
+		c.Cluster.Slots = n
+		return nil
+	}},
+	{"node-memory", "cluster mode: this node's sandbox memory budget, e.g. 32g (default: slots times --max-memory)", func(c *Config, v string) error {
+		return parseBytes(v, &c.Cluster.Memory)
+	}},
+	{"lease", "cluster mode: how long a heartbeat keeps this node alive, 1s to 10m (default 15s)", func(c *Config, v string) error {
+		return parseSeconds(v, &c.Cluster.Lease)
+	}},
+	{"admin-tenants", "cluster mode: tenants whose tokens may drain nodes, comma-separated (default: none; without tokens, the loopback caller)", func(c *Config, v string) error {
+		c.Cluster.AdminTenants = splitList(v)
+		return nil
+	}},
 }
 
 // Load builds the effective configuration of the command name ("serve" or "mcp")
@@ -325,7 +398,61 @@ func (c *Config) validate() error {
 	if c.MaxBodyBytes < 1<<10 {
 		return errors.New("max_body_bytes: must be at least 1KiB")
 	}
+	return c.Cluster.validate()
+}
+
+// validate reports the first cluster setting that cannot work, naming it as
+// the configuration file does (the flags carry the same names).
+func (c *ClusterConfig) validate() error {
+	if c.Database == "" {
+		return nil
+	}
+	if err := checkDatabaseURL(c.Database); err != nil {
+		return fmt.Errorf("cluster.database: %w", err)
+	}
+	if c.NodeID != "" && !validNodeID(c.NodeID) {
+		return fmt.Errorf("cluster.node_id: %q is not 1 to 63 letters, digits, '.', '_' or '-'", c.NodeID)
+	}
+	if c.Advertise != "" {
+		if _, _, err := net.SplitHostPort(c.Advertise); err != nil {
+			return fmt.Errorf("cluster.advertise: %q is not host:port", c.Advertise)
+		}
+	}
+	switch lease := seconds(c.Lease); {
+	case c.Slots < 0:
+		return errors.New("cluster.slots: must not be negative")
+	case c.Memory < 0:
+		return errors.New("cluster.memory: must not be negative")
+	case c.Lease != 0 && (lease < minLease || lease > maxLease || math.IsNaN(c.Lease)):
+		return fmt.Errorf("cluster.lease: %gs is not between %s and %s", c.Lease, minLease, maxLease)
+	}
 	return nil
+}
+
+// checkDatabaseURL refuses what is not a PostgreSQL URL, without repeating
+// the URL (it may hold a password).
+func checkDatabaseURL(v string) error {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return errors.New("not a URL (want postgres://user:password@host/db)")
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		return fmt.Errorf("scheme %q is not postgres:// or postgresql://", u.Scheme)
+	}
+	return nil
+}
+
+// validNodeID: a node id goes into logs, metric labels and URLs as it is.
+func validNodeID(id string) bool {
+	if len(id) == 0 || len(id) > 63 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ExecutorConfig is the executor's side of c.
@@ -382,13 +509,36 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 	return ec, nil
 }
 
-// Redacted returns c with every token replaced by a short fingerprint, fit to print.
+// Redacted returns c with every token replaced by a short fingerprint, and the
+// database URL's password removed, fit to print.
 func (c Config) Redacted() Config {
 	c.Tokens = slices.Clone(c.Tokens)
 	for i, t := range c.Tokens {
 		c.Tokens[i].Token = "redacted:" + Fingerprint(t.Token)
 	}
+	c.Cluster.Database = redactURL(c.Cluster.Database)
 	return c
+}
+
+// redactURL is a database URL without its password, in the user part or in
+// the query.
+func redactURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil {
+		if v == "" {
+			return ""
+		}
+		return "redacted"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "redacted")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "redacted")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // Fingerprint names a token in logs without revealing it.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -47,6 +48,16 @@ func (a *httpAPI) errorOf(ctx context.Context, err error) *api.Error {
 			return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: perr.Error()}
 		}
 		return &api.Error{Status: http.StatusBadGateway, Code: "engine_error", Message: err.Error()}
+	case errors.Is(err, ErrNotACluster):
+		return &api.Error{Status: http.StatusNotFound, Code: "not_a_cluster", Message: err.Error()}
+	case errors.Is(err, errNodeNotFound):
+		return &api.Error{Status: http.StatusNotFound, Code: "node_not_found", Message: err.Error()}
+	case errors.Is(err, ErrForbidden):
+		return &api.Error{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+	case errors.Is(err, errLeaseLapsed):
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: "lease_lapsed", Message: err.Error()}
+	case errors.Is(err, cluster.ErrUnavailable):
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: "database_unavailable", Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: "cancelled", Message: err.Error()}
 	}

@@ -59,6 +59,8 @@ var routes = []route{
 	{"DELETE", "/v1/workspaces/{id}/files/{path...}", false, (*httpAPI).removeFile},
 	{"PUT", "/v1/workspaces/{id}/archive/{path...}", false, (*httpAPI).putArchive},
 	{"GET", "/v1/workspaces/{id}/archive/{path...}", false, (*httpAPI).getArchive},
+	{"GET", "/v1/nodes", false, (*httpAPI).nodes},
+	{"POST", "/v1/nodes/{id}/drain", false, (*httpAPI).drain},
 	{"GET", "/healthz", true, (*httpAPI).healthz},
 	{"GET", "/readyz", true, (*httpAPI).readyz},
 	{"GET", "/openapi.json", true, (*httpAPI).openapi},

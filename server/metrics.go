@@ -22,6 +22,61 @@ type metrics struct {
 	engineErrors prometheus.Counter
 	authFailures prometheus.Counter
 	requests     *prometheus.CounterVec // route, code
+	// heartbeatFailures is registered only on a node of a cluster.
+	heartbeatFailures prometheus.Counter
+}
+
+// nodeCollector reads the cluster's nodes from its database at each scrape,
+// labelled by node id (a bounded set: no per-run label): any node reports
+// them all, by the database's clock.
+type nodeCollector struct {
+	n                                                    *node
+	slots, memory, running, inUse, leaseAge, live, drain *prometheus.Desc
+}
+
+func newNodeCollector(n *node) *nodeCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"node"}, nil)
+	}
+	return &nodeCollector{n: n,
+		slots:    d("airlock_node_slots", "Sandboxes the node runs at once."),
+		memory:   d("airlock_node_memory_bytes", "The node's sandbox memory budget."),
+		running:  d("airlock_node_running", "Cluster jobs placed or running on the node."),
+		inUse:    d("airlock_node_memory_in_use_bytes", "Memory of the cluster jobs placed or running on the node."),
+		leaseAge: d("airlock_node_lease_age_seconds", "Time since the node's last heartbeat, by the database's clock."),
+		live:     d("airlock_node_live", "1 while the node's lease holds, 0 once it has lapsed."),
+		drain:    d("airlock_node_draining", "1 while the node takes no new placements."),
+	}
+}
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.slots, c.memory, c.running, c.inUse, c.leaseAge, c.live, c.drain} {
+		ch <- d
+	}
+}
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list, err := c.n.c.Nodes(ctx)
+	if err != nil {
+		return // the database is away: /readyz and the heartbeat failures say so
+	}
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for _, s := range list {
+		ch <- prometheus.MustNewConstMetric(c.slots, prometheus.GaugeValue, float64(s.Slots), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(s.Memory), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, float64(s.Running), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(s.MemoryInUse), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.leaseAge, prometheus.GaugeValue, s.LeaseAge.Seconds(), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, b(s.Live), s.ID)
+		ch <- prometheus.MustNewConstMetric(c.drain, prometheus.GaugeValue, b(s.Draining), s.ID)
+	}
 }
 
 // workspaceCollector reads the workspaces' count and sizes from the engine at
@@ -128,6 +183,9 @@ func newMetrics() *metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "airlock_http_requests_total", Help: "HTTP requests, by route pattern and status code.",
 		}, []string{"route", "code"}),
+		heartbeatFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "airlock_node_heartbeat_failures_total", Help: "This node's heartbeats that failed (the database unreachable, or slow).",
+		}),
 	}
 	m.reg.MustRegister(m.runs, m.duration, m.running, m.refusals, m.engineErrors, m.authFailures, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -106,6 +106,8 @@ func TestOpenAPIStatuses(t *testing.T) {
 		"POST /v1/processes/{id}/kill": {200, 400, 401, 403, 404, 413, 415, 503},
 		"POST /v1/processes/{id}/wait": {200, 400, 401, 403, 404, 413, 415, 503},
 		"POST /v1/check":               {200, 400, 401, 403, 413, 415},
+		"GET /v1/nodes":                {200, 401, 403, 404, 503},
+		"POST /v1/nodes/{id}/drain":    {200, 400, 401, 403, 404, 413, 415, 503},
 		"GET /readyz":                  {200, 403, 503},
 		"GET /healthz":                 {200, 403},
 	} {
@@ -153,6 +155,9 @@ func TestOpenAPISchemas(t *testing.T) {
 		"FileList":      api.FileList{},
 		"TestReport":    api.TestReport{},
 		"TestFailure":   api.TestFailure{},
+		"Node":          api.Node{},
+		"NodeList":      api.NodeList{},
+		"DrainRequest":  api.DrainRequest{},
 	} {
 		checkFields(t, name, schemas[name], fieldNames(reflect.TypeOf(v)))
 	}

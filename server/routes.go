@@ -196,13 +196,49 @@ func (a *httpAPI) healthz(w http.ResponseWriter, r *http.Request, _ string) erro
 	return nil
 }
 
-// GET /readyz: ready when the engine answers.
+// GET /readyz: ready when the engine answers and, on a node of a cluster, the
+// database answers and the node's lease holds.
 func (a *httpAPI) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
 	if err := a.svc.Ready(r.Context()); err != nil {
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: err.Error()}
 	}
+	if err := a.svc.ClusterReady(r.Context()); err != nil {
+		return err // errorOf: database_unavailable or lease_lapsed
+	}
 	version, apiVersion := a.svc.ex.EngineVersion()
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "engine": version, "api_version": apiVersion})
+	answer := map[string]string{"status": "ready", "engine": version, "api_version": apiVersion}
+	if a.svc.node != nil {
+		answer["node"] = a.svc.node.self.ID
+	}
+	writeJSON(w, http.StatusOK, answer)
+	return nil
+}
+
+// GET /v1/nodes: the cluster's nodes, for any authenticated caller.
+func (a *httpAPI) nodes(w http.ResponseWriter, r *http.Request, _ string) error {
+	list, err := a.svc.Nodes(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+// POST /v1/nodes/{id}/drain: {"drain": true} stops new placements on the node,
+// false resumes them; for the operator (admin tenants).
+func (a *httpAPI) drain(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req api.DrainRequest
+	if err := readJSON(w, r, &req, smallBody, false); err != nil {
+		return err
+	}
+	if req.Drain == nil {
+		return badField("drain", "required: true to stop new placements on the node, false to resume them")
+	}
+	n, err := a.svc.Drain(r.Context(), tenant, r.PathValue("id"), *req.Drain, "http", r.RemoteAddr)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
 	return nil
 }
 

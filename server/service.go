@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,8 @@ type Service struct {
 	audit   *auditLog
 	metrics *metrics
 	version string
+	// node is the server's membership of a cluster; nil without a database.
+	node *node
 
 	tokens  []tokenHash
 	mu      sync.Mutex
@@ -69,9 +72,20 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}
+	if cfg.Cluster.Database != "" {
+		s.node, err = joinCluster(cfg, log, s.metrics.heartbeatFailures)
+		if err != nil {
+			audit.close()
+			return nil, err
+		}
+		s.metrics.reg.MustRegister(newNodeCollector(s.node), s.metrics.heartbeatFailures)
+	}
 	s.trackCtx, s.stopTrack = context.WithCancel(context.Background())
 	running, err := ex.Running(context.Background())
 	if err != nil {
+		if s.node != nil {
+			s.node.close()
+		}
 		audit.close()
 		return nil, err
 	}
@@ -183,6 +197,9 @@ func (s *Service) Close(ctx context.Context, killJobs bool) error {
 	}
 	s.stopTrack()
 	s.trackers.Wait()
+	if s.node != nil {
+		s.node.close()
+	}
 	return s.audit.close()
 }
 
@@ -239,6 +256,57 @@ func (s *Service) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	return s.ex.Ping(ctx)
+}
+
+// ClusterReady reports whether the cluster's database answers and this node's
+// lease holds; it is nil for a server without a database.
+func (s *Service) ClusterReady(ctx context.Context) error {
+	if s.node == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return s.node.ready(ctx)
+}
+
+// ErrNotACluster is the answer of the node routes on a server without a database.
+var ErrNotACluster = errors.New("this server is not a node of a cluster: start it with --database postgres://... (AIRLOCK_DATABASE) to make it one")
+
+// ErrForbidden is the answer to a caller without the right to an operation.
+var ErrForbidden = errors.New("forbidden")
+
+// Nodes lists the nodes of the server's cluster. Any authenticated caller may:
+// the list names nodes and their addresses, which the callers of a cluster
+// reach anyway, and nothing of any tenant's.
+func (s *Service) Nodes(ctx context.Context) (api.NodeList, error) {
+	if s.node == nil {
+		return api.NodeList{}, ErrNotACluster
+	}
+	return s.node.nodes(ctx)
+}
+
+// Drain stops (draining) or resumes new placements on node id, as the tenant
+// asks: one of the admin tenants, or anyone on a server without tokens.
+func (s *Service) Drain(ctx context.Context, tenant, id string, draining bool, via, remote string) (api.Node, error) {
+	if s.node == nil {
+		return api.Node{}, ErrNotACluster
+	}
+	event := "node.drain"
+	if !draining {
+		event = "node.undrain"
+	}
+	if len(s.tokens) > 0 && !slices.Contains(s.cfg.Cluster.AdminTenants, tenant) {
+		err := fmt.Errorf("%w: draining a node is for the operator: tenant %q is not one of the server's admin tenants (--admin-tenants)", ErrForbidden, tenant)
+		s.write(auditEvent{Event: event, Tenant: tenant, Node: id, Via: via, Remote: remote, Error: err.Error()})
+		return api.Node{}, err
+	}
+	n, err := s.node.drain(ctx, id, draining)
+	if err != nil {
+		return n, err
+	}
+	s.write(auditEvent{Event: event, Tenant: tenant, Node: id, Via: via, Remote: remote})
+	s.log.Info("node drain set", "node", id, "draining", draining, "tenant", tenant)
+	return n, nil
 }
 
 // notFound is the answer for an unknown id, and for another tenant's.

@@ -41,6 +41,8 @@ Usage:
   airlock mcp                            the MCP tools over stdio, for an agent
   airlock images build [NAME...]         build the sandbox images (offline)
   airlock images ls                      list the sandbox images in the engine
+  airlock nodes [--json] | drain ID | undrain ID
+                                         cluster mode: the nodes, through --server
   airlock version                        print the client and engine versions
 
 Run 'airlock run -h' for the run flags (start takes the same). Background jobs
@@ -95,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return checkCmd(ctx, args[1:], stdout, stderr)
 	case "images":
 		err = imagesCmd(ctx, args[1:], stdout, stderr)
+	case "nodes":
+		err = nodesCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		err = versionCmd(stdout)
 	case "help", "-h", "--help":

@@ -92,6 +92,12 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return printJSON(stderr, cfg.Redacted()) // stdout belongs to the protocol
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if cfg.Cluster.Database != "" {
+		// An agent's stdio server is no node: on the data dir of a node it would
+		// share the node's id and heartbeat for it.
+		log.Warn("airlock mcp is not a node of a cluster: --database is for airlock serve; ignored")
+		cfg.Cluster = server.ClusterConfig{}
+	}
 	ex, svc, err := openService(cfg, log)
 	if err != nil {
 		return err

@@ -1,0 +1,330 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster"
+)
+
+// node is the server's membership of a cluster (Config.Cluster.Database): it
+// registers the server as a node, keeps its lease with heartbeats, and sweeps
+// what expired, until Close. Placement across nodes is not built yet: the
+// node runs its own requests as a server without a database does, and the
+// cluster knows it, its capacity and whether it is draining (docs/cluster.md).
+type node struct {
+	c     *cluster.Cluster
+	self  cluster.Node
+	url   string // the database's URL: never printed
+	where string // the database, named without credentials, for messages
+	log   *slog.Logger
+	// heartbeatFailures counts failed heartbeats (airlock_node_heartbeat_failures_total).
+	heartbeatFailures prometheus.Counter
+
+	// stop ends the heartbeat and sweep loops; wg waits for them.
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// openTimeout bounds opening the database, migrating it and registering, at start.
+const openTimeout = time.Minute
+
+// joinCluster opens the cluster's database (migrating it), registers this
+// server as a node and starts its heartbeat and sweep loops.
+func joinCluster(cfg Config, log *slog.Logger, failures prometheus.Counter) (*node, error) {
+	cc := cfg.Cluster
+	n := &node{url: cc.Database, where: describeDatabase(cc.Database), log: log, heartbeatFailures: failures}
+	id, err := nodeID(cc.NodeID, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	lease := defaultLease
+	if cc.Lease > 0 {
+		lease = seconds(cc.Lease)
+	}
+	slots := cc.Slots
+	if slots == 0 {
+		slots = cfg.TenantDefaults.MaxConcurrent
+	}
+	memory := cc.Memory
+	if memory == 0 {
+		memory = int64(slots) * cfg.Ceilings.Memory
+	}
+	n.self = cluster.Node{ID: id, Address: advertised(cc.Advertise, cfg.Listen), Slots: slots, Memory: memory, Lease: lease}
+
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	n.c, err = cluster.Open(ctx, cc.Database, cluster.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %s", n.where, scrub(err, cc.Database))
+	}
+	l, err := n.c.Register(ctx, n.self)
+	if err != nil {
+		n.c.Close()
+		return nil, fmt.Errorf("register node %s with %s: %s", id, n.where, scrub(err, cc.Database))
+	}
+	log.Info("joined the cluster", "node", id, "address", n.self.Address, "slots", slots, "memory", memory,
+		"lease", lease.String(), "database", n.where, "lease_lapsed", l.Lapsed)
+	if l.Lapsed {
+		// Reconciling the engine's sandboxes with the cluster (Owned) waits for
+		// the executor's wiring; nothing is placed on a node yet.
+		log.Warn("this node's lease had lapsed before it registered: the cluster may have taken its jobs", "node", id)
+	}
+	loops, stop := context.WithCancel(context.Background())
+	n.stop = stop
+	n.wg.Go(func() { n.every(loops, lease/3, n.heartbeat) })
+	n.wg.Go(func() { n.every(loops, lease/2, n.sweep) })
+	return n, nil
+}
+
+// every calls fn every period until ctx ends; each call gets the period to finish.
+func (n *node) every(ctx context.Context, period time.Duration, fn func(ctx context.Context)) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, period)
+		fn(cctx)
+		cancel()
+	}
+}
+
+// heartbeat renews the lease; a node the cluster no longer has (its row was
+// removed) registers again.
+func (n *node) heartbeat(ctx context.Context) {
+	l, err := n.c.Heartbeat(ctx, n.self.ID)
+	if errors.Is(err, cluster.ErrNotFound) {
+		l, err = n.c.Register(ctx, n.self)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return // shutting down
+	case err != nil:
+		n.heartbeatFailures.Inc()
+		n.log.Warn("heartbeat failed", "node", n.self.ID, "err", n.scrub(err))
+	case l.Lapsed:
+		n.log.Warn("this node's lease had lapsed: the cluster may have taken its jobs", "node", n.self.ID)
+	}
+}
+
+// sweep acts on what expired: any node may, and every node does.
+func (n *node) sweep(ctx context.Context) {
+	if _, err := n.c.Sweep(ctx); err != nil && ctx.Err() == nil {
+		n.log.Warn("sweep failed", "node", n.self.ID, "err", n.scrub(err))
+	}
+}
+
+// stopLoops ends the heartbeats and sweeps and waits for them: the node's
+// lease then runs out, as a hung node's would.
+func (n *node) stopLoops() {
+	n.stop()
+	n.wg.Wait()
+}
+
+// close stops the loops and closes the database's connections. The node's
+// lease runs out by itself; its row stays, listed as not live.
+func (n *node) close() {
+	n.stopLoops()
+	n.c.Close()
+}
+
+// ready reports whether the database answers and this node's lease holds, by
+// the database's clock.
+func (n *node) ready(ctx context.Context) error {
+	nodes, err := n.c.Nodes(ctx)
+	if err != nil {
+		// Whatever failed (a timeout too), the node cannot answer for the cluster.
+		return &databaseError{msg: n.where + ": " + n.scrub(err), err: err}
+	}
+	for _, s := range nodes {
+		if s.ID == n.self.ID {
+			if !s.Live {
+				return fmt.Errorf("%w: node %s's lease lapsed %s ago (last heartbeat %s ago, lease %s)", errLeaseLapsed,
+					s.ID, (s.LeaseAge - s.Lease).Round(time.Millisecond), s.LeaseAge.Round(time.Millisecond), s.Lease)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: node %s is not registered in %s", errLeaseLapsed, n.self.ID, n.where)
+}
+
+var errLeaseLapsed = errors.New("this node's lease has lapsed")
+
+// nodes lists the cluster's nodes as the API reports them.
+func (n *node) nodes(ctx context.Context) (api.NodeList, error) {
+	list, err := n.c.Nodes(ctx)
+	if err != nil {
+		return api.NodeList{}, n.unavailable(err)
+	}
+	out := api.NodeList{Self: n.self.ID, Nodes: make([]api.Node, 0, len(list))}
+	for _, s := range list {
+		out.Nodes = append(out.Nodes, apiNode(s))
+	}
+	return out, nil
+}
+
+// drain sets whether node id takes new placements and returns it as it is now.
+func (n *node) drain(ctx context.Context, id string, draining bool) (api.Node, error) {
+	if err := n.c.Drain(ctx, id, draining); err != nil {
+		if errors.Is(err, cluster.ErrNotFound) {
+			return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", errNodeNotFound, id)
+		}
+		return api.Node{}, n.unavailable(err)
+	}
+	list, err := n.c.Nodes(ctx)
+	if err != nil {
+		return api.Node{}, n.unavailable(err)
+	}
+	for _, s := range list {
+		if s.ID == id {
+			return apiNode(s), nil
+		}
+	}
+	return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", errNodeNotFound, id)
+}
+
+var errNodeNotFound = errors.New("node not found")
+
+// unavailable names the database in an error of the cluster package that
+// means it is out of reach, without its credentials.
+func (n *node) unavailable(err error) error {
+	if errors.Is(err, cluster.ErrUnavailable) {
+		return &databaseError{msg: n.where + ": " + n.scrub(err), err: err}
+	}
+	return err
+}
+
+// databaseError is the cluster's database out of reach, named without
+// credentials; it matches cluster.ErrUnavailable and the error underneath.
+type databaseError struct {
+	msg string
+	err error
+}
+
+func (e *databaseError) Error() string   { return e.msg }
+func (e *databaseError) Unwrap() []error { return []error{cluster.ErrUnavailable, e.err} }
+
+func (n *node) scrub(err error) string { return scrub(err, n.url) }
+
+func apiNode(s cluster.NodeStatus) api.Node {
+	return api.Node{
+		ID: s.ID, Address: s.Address, Live: s.Live, Draining: s.Draining,
+		Lease: api.Seconds(s.Lease.Seconds()), LeaseAge: api.Seconds(s.LeaseAge.Seconds()),
+		Slots: s.Slots, Memory: s.Memory, Running: s.Running, MemoryInUse: s.MemoryInUse,
+		RegisteredAt: s.RegisteredAt.UTC(), HeartbeatAt: s.HeartbeatAt.UTC(),
+	}
+}
+
+// nodeIDFile keeps a node's id in its data dir across restarts.
+const nodeIDFile = "node-id"
+
+// nodeID is the configured id, else the one kept in the data dir, else a new
+// one made from the host name and a random suffix (two data dirs on one host
+// are two nodes) and kept there.
+func nodeID(configured, dataDir string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	path := filepath.Join(dataDir, nodeIDFile)
+	data, err := os.ReadFile(path)
+	if err == nil {
+		id := strings.TrimSpace(string(data))
+		if !validNodeID(id) {
+			return "", fmt.Errorf("node id in %s: %q is not 1 to 63 letters, digits, '.', '_' or '-' (fix it, or remove the file for a new id)", path, id)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read node id: %w", err)
+	}
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if validNodeID(string(r)) {
+			return r
+		}
+		return '-'
+	}, host)
+	suffix := make([]byte, 3)
+	rand.Read(suffix)
+	id := strings.Trim(fmt.Sprintf("%.48s-%s", host, hex.EncodeToString(suffix)), "-.")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("keep node id: %w", err)
+	}
+	// O_EXCL: two servers starting at once on one data dir agree on the first id.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nodeID("", dataDir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("keep node id: %w", err)
+	}
+	_, err = f.WriteString(id + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("keep node id: %w", err)
+	}
+	return id, nil
+}
+
+// advertised is the address other nodes reach this one at: the configured
+// one, else the listen address, whose unspecified host (0.0.0.0, ::, none)
+// becomes the host name.
+func advertised(configured, listen string) string {
+	if configured != "" {
+		return configured
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// describeDatabase names a database for messages without its credentials:
+// `PostgreSQL database "airlock" at db:5432 as user "airlock"`.
+func describeDatabase(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return "the cluster database (" + redactURL(url) + ")"
+	}
+	return fmt.Sprintf("PostgreSQL database %q at %s as user %q", cfg.Database,
+		net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), cfg.User)
+}
+
+// scrub is err's message with the database URL's password, if it appears,
+// replaced. pgx does not put passwords in its errors; this keeps it so.
+func scrub(err error, url string) string {
+	msg := err.Error()
+	if url == "" {
+		return msg
+	}
+	if cfg, perr := pgconn.ParseConfig(url); perr == nil && cfg.Password != "" {
+		msg = strings.ReplaceAll(msg, cfg.Password, "redacted")
+	}
+	return msg
+}
