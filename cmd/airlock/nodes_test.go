@@ -28,6 +28,13 @@ func clusterServer(t *testing.T, dbURL, id string) string {
 	cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.log")
 	cfg.Tokens = []server.Token{{Token: "tok-ops", Tenant: "ops"}, {Token: "tok-dev", Tenant: "dev"}}
 	cfg.Cluster = server.ClusterConfig{Database: dbURL, NodeID: id, Advertise: id + ".internal:8080", Slots: 4, Memory: 8 << 30, AdminTenants: []string{"ops"}}
+	return fakeServer(t, cfg)
+}
+
+// fakeServer is an airlock server of cfg over the fake engine, as an httptest
+// server; it returns its URL.
+func fakeServer(t *testing.T, cfg server.Config) string {
+	t.Helper()
 	ec, err := cfg.ExecutorConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -116,20 +123,8 @@ func TestNodesCommandRefusals(t *testing.T) {
 	cfg := server.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.log")
-	ec, _ := cfg.ExecutorConfig()
-	ex, err := executor.New(executor.WithConfig(ec), executor.WithEngine(enginefake.New()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ex.Close() })
-	svc, err := server.NewService(ex, cfg, slog.New(slog.DiscardHandler), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(context.Background(), false) })
-	ts := httptest.NewServer(server.Handler(svc, t.Context()))
-	t.Cleanup(ts.Close)
-	if _, err := nodes(t, "", "--server", ts.URL); err == nil || !strings.Contains(err.Error(), "--database") {
+	url := fakeServer(t, cfg)
+	if _, err := nodes(t, "", "--server", url); err == nil || !strings.Contains(err.Error(), "--database") {
 		t.Errorf("nodes against a server without a database: %v", err)
 	}
 }

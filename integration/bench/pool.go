@@ -69,7 +69,7 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 			fn  func() error
 			out *[]time.Duration
 		}{{viaPool, &pooled}, {func() error { return b.viaDockerRun(ctx) }, &docker}, {func() error { return b.viaAPI(ctx) }, &bare}, {floor, &fork}} {
-			if err := waitIdle(1); err != nil {
+			if err := waitIdle(poolSize); err != nil { // no refill in flight beside the timed run
 				return err
 			}
 			t0 := time.Now()
@@ -114,7 +114,7 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 			fn  func() error
 			out *[]time.Duration
 		}{{viaPool, &lib}, {viaHTTP, &api}} {
-			if err := waitIdle(1); err != nil {
+			if err := waitIdle(poolSize); err != nil { // no refill in flight beside the timed run
 				return err
 			}
 			t0 := time.Now()
