@@ -51,6 +51,26 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 		}
 		return fmt.Errorf("the pool never had %d warm sandboxes", n)
 	}
+	// settled waits for a full pool and for the engine to be done with the
+	// sandboxes used before: a timed run has no start or removal beside it.
+	settled := func() error {
+		if err := waitIdle(poolSize); err != nil {
+			return err
+		}
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "io.airlock.pool"))})
+			if err != nil {
+				return err
+			}
+			if len(cs) <= poolSize {
+				// A refill's init warms itself for a few milliseconds after
+				// its start: as between an agent's runs, let it finish.
+				time.Sleep(250 * time.Millisecond)
+				return nil
+			}
+		}
+		return fmt.Errorf("used sandboxes still on the engine after a minute")
+	}
 	echo := executor.Spec{Argv: []string{"echo", "hi"}}
 	// Each timed call finds a warm sandbox: the loops wait for the refill
 	// before they start the clock.
@@ -69,7 +89,7 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 			fn  func() error
 			out *[]time.Duration
 		}{{viaPool, &pooled}, {func() error { return b.viaDockerRun(ctx) }, &docker}, {func() error { return b.viaAPI(ctx) }, &bare}, {floor, &fork}} {
-			if err := waitIdle(poolSize); err != nil { // no refill in flight beside the timed run
+			if err := settled(); err != nil {
 				return err
 			}
 			t0 := time.Now()
@@ -84,7 +104,7 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 	for _, l := range [][]time.Duration{pooled, docker, bare, fork} {
 		slices.Sort(l)
 	}
-	fmt.Fprintf(w, "\nwarm pool: `echo hi` from a warm sandbox, n=%d per method, one of each per round (the pool refilled between)\n", *n)
+	fmt.Fprintf(w, "\nwarm pool: `echo hi` from a warm sandbox, n=%d per method, one of each per round (before each: the pool full, the used sandboxes gone, 250 ms of quiet)\n", *n)
 	fmt.Fprintln(w, "method\tp50\tp90\tp99")
 	for _, r := range []struct {
 		name string
@@ -114,7 +134,7 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 			fn  func() error
 			out *[]time.Duration
 		}{{viaPool, &lib}, {viaHTTP, &api}} {
-			if err := waitIdle(poolSize); err != nil { // no refill in flight beside the timed run
+			if err := settled(); err != nil {
 				return err
 			}
 			t0 := time.Now()
@@ -231,6 +251,7 @@ func burstOf(ctx context.Context, ex *executor.Executor, c, n int) ([]time.Durat
 // idleCost prints what the warm sandboxes of e cost while they wait: the
 // engine's figures of their CPU over a few seconds and their memory.
 func idleCost(ctx context.Context, b *bench, w *tabwriter.Writer, e *executor.Executor) error {
+	time.Sleep(5 * time.Second) // past the warm-up of the latest refills
 	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.airlock.pool"))})
 	if err != nil {
 		return err
