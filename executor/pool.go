@@ -368,11 +368,32 @@ func (p *pool) workspaceTenant(ctx context.Context, id string) string {
 	return ""
 }
 
-// retire ends a used sandbox off the request path. Its init has ended, or
-// ends once its stdin closes, and the engine removes the container as it stops
-// (AutoRemove); only one still running after retireWait is removed by force.
+// retire ends a used sandbox off the request path. Its init has reported
+// and waits (initproto.LingerAfterReport) for a SIGTERM to exit; the engine
+// then removes the container as it stops (AutoRemove). A removal is engine
+// work that would slow the runs in flight beside it, so the SIGTERM waits
+// until none is, at most retireDelay. A sandbox still running retireWait
+// later is removed by force.
 func (p *pool) retire(sb *sandbox) {
 	p.wg.Go(func() {
+		for deadline := time.Now().Add(retireDelay); time.Now().Before(deadline); {
+			p.mu.Lock()
+			busy := p.inflight > 0
+			p.mu.Unlock()
+			if !busy {
+				break
+			}
+			select {
+			case <-sb.exited:
+			case <-p.ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+				continue
+			}
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+		p.e.eng.Kill(ctx, sb.containerID, "SIGTERM") // an init that already went: no matter
+		cancel()
 		sb.att.Close()
 		select {
 		case <-sb.exited:
@@ -382,7 +403,10 @@ func (p *pool) retire(sb *sandbox) {
 	})
 }
 
-const retireWait = 5 * time.Second
+const (
+	retireDelay = 2 * time.Second
+	retireWait  = 5 * time.Second
+)
 
 // remove removes an unwanted sandbox off the request path.
 func (p *pool) remove(sb *sandbox) {

@@ -324,10 +324,10 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 		// stop, a moment later, is the engine's to finish.
 	case <-timer.C:
 		timedOut = true
-		e.terminate(ctx, sb)
+		e.terminate(ctx, sb, reported)
 	case <-ctx.Done():
 		cancelled = true
-		e.terminate(ctx, sb)
+		e.terminate(ctx, sb, reported)
 	}
 
 	select {
@@ -407,7 +407,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 // it on, then SIGKILL once the grace period is over (through airlock's init
 // when it runs, so that its report still comes). The kill of PID 1 takes the
 // whole PID namespace with it, so no descendant survives.
-func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
+func (e *Executor) terminate(ctx context.Context, sb *sandbox, reported <-chan struct{}) {
 	base := context.WithoutCancel(ctx)
 	if e.cfg.KillGrace > 0 {
 		tctx, cancel := context.WithTimeout(base, signalTimeout)
@@ -418,6 +418,8 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 		}
 		select {
 		case <-sb.exited:
+			return
+		case <-reported:
 			return
 		case <-time.After(e.cfg.KillGrace):
 		}
@@ -431,6 +433,8 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox) {
 		if err == nil {
 			select {
 			case <-sb.exited:
+				return
+			case <-reported: // a warm sandbox's init waits for its retirement
 				return
 			case <-time.After(initBackstop):
 			}

@@ -47,8 +47,21 @@ func main() {
 	}
 	rep := run(req, in, out, pre)
 	out.report(&rep)
+	if warm() {
+		// The sandbox has served its one run; every process but the init is
+		// gone. Its removal is the engine's work, which would slow the runs in
+		// flight beside it: the init stays until the host says (SIGTERM) or
+		// lingerAfterReport has passed, whichever comes first.
+		select {
+		case <-pre.sigs:
+		case <-time.After(initproto.LingerAfterReport):
+		}
+	}
 	os.Exit(rep.ExitCode)
 }
+
+// warm says whether the init runs in a sandbox started ahead of its run.
+func warm() bool { return len(os.Args) > 1 && os.Args[1] == initproto.WarmArg }
 
 // output is where the command's output and the report go: frames on stdout
 // for a foreground run, which airlock reads as it comes; or, for a background
@@ -208,7 +221,7 @@ func prepare() prepared {
 	// for its request anyway, looks at everything in the PATH's directories
 	// now, so that finding the command later hits the kernel's cache; a cold
 	// start goes straight on.
-	if len(os.Args) < 2 || os.Args[1] != initproto.WarmArg {
+	if !warm() {
 		return p
 	}
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {

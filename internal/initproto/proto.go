@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Request is the one command an init runs: a JSON line on its stdin, followed
@@ -49,6 +50,12 @@ const ForceKill = 64
 // WarmArg is the init's argument in a sandbox started ahead of its run (the
 // pool's): it has time to warm the kernel's caches before its request comes.
 const WarmArg = "--warm"
+
+// LingerAfterReport is how long a warm sandbox's init waits, after its
+// report, for the host's SIGTERM before it exits by itself: the host removes
+// used sandboxes when no run is in flight, and an init whose host died goes
+// on its own.
+const LingerAfterReport = 10 * time.Second
 
 // MaxRequest bounds the request line (argv and env are bounded well below it).
 const MaxRequest = 8 << 20
