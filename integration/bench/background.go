@@ -157,7 +157,7 @@ func floods(ctx context.Context, w *tabwriter.Writer) error {
 	fmt.Fprintln(w, "shape\tcounted\tcounted / written\tseconds\tMB/s")
 	for _, f := range []struct{ name, cmd string }{
 		{"1000-byte lines", `x=$(head -c 989 /dev/zero | tr '\0' x); awk -v s="$x" 'BEGIN{for(i=0;i<1000000;i++) printf "%09d %s\n", i, s}'`},
-		{"one line, no newline", `x=$(head -c 990 /dev/zero | tr '\0' x); awk -v s="$x" 'BEGIN{for(i=0;i<1000000;i++) printf "%09d%s", i, s}'`},
+		{"one line, no newline", `x=$(head -c 991 /dev/zero | tr '\0' x); awk -v s="$x" 'BEGIN{for(i=0;i<1000000;i++) printf "%09d%s", i, s}'`},
 	} {
 		t0 := time.Now()
 		p, err := ex.Start(ctx, executor.Spec{Command: f.cmd, Image: *image})
