@@ -69,7 +69,9 @@ type poolEntry struct {
 	fills        sync.WaitGroup // starts in flight, each ending with its sandbox kept or removed
 	size         int
 	idle         []*pooled
-	filling      int
+	filling      int            // starts asked for, waiting for their turn or under way
+	starting     int            // starts under way (past the pool's limit)
+	waiters      []chan *pooled // claims that missed, each waiting for a start under way
 	hits, misses int64
 	lastRefill   time.Duration
 }
@@ -177,8 +179,9 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 		p.mu.Unlock()
 		return nil
 	}
+	eligible := defaults || !ownKernel(s.Runtime)
 	var pd *pooled
-	if n := len(ent.idle); n > 0 && (defaults || !ownKernel(s.Runtime)) {
+	if n := len(ent.idle); n > 0 && eligible {
 		pd, ent.idle = ent.idle[n-1], ent.idle[:n-1]
 		ent.hits++
 	} else {
@@ -186,10 +189,13 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 	}
 	dry := len(ent.idle) == 0
 	p.mu.Unlock()
+	if pd == nil && dry {
+		p.refill(key) // the pool ran dry: fill it now, not after this run
+	}
+	if pd == nil && eligible {
+		pd = p.await(ctx, ent)
+	}
 	if pd == nil {
-		if dry {
-			p.refill(key) // the pool ran dry: fill it now, not after this cold run
-		}
 		return nil
 	}
 	if defaults {
@@ -201,6 +207,36 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 		return nil
 	}
 	return pd.sb
+}
+
+// await waits, after a miss, for a start already under way that no other
+// claim waits for: it is sooner than a cold start of the claim's own, and
+// adds no start to an engine that is busy starting. Without one (or when the
+// start fails, or the pool closes) it returns nil: a cold start. The sandbox
+// is as fresh as a cold one; nothing is reused.
+func (p *pool) await(ctx context.Context, ent *poolEntry) *pooled {
+	p.mu.Lock()
+	if ent.starting <= len(ent.waiters) {
+		p.mu.Unlock()
+		return nil
+	}
+	ch := make(chan *pooled, 1)
+	ent.waiters = append(ent.waiters, ch)
+	p.mu.Unlock()
+	select {
+	case pd := <-ch:
+		return pd
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	ent.waiters = slices.DeleteFunc(ent.waiters, func(c chan *pooled) bool { return c == ch })
+	p.mu.Unlock()
+	select {
+	case pd := <-ch: // handed over meanwhile: the run takes it, and ends at once
+		return pd
+	default:
+		return nil
+	}
 }
 
 // release ends a claim once its run is over: the sandbox it used (nil after a
@@ -285,8 +321,14 @@ func (p *pool) fill(key PoolKey, ent *poolEntry) {
 		p.filled(key, ent, nil, 0)
 		return
 	}
+	p.mu.Lock()
+	ent.starting++
+	p.mu.Unlock()
 	t0 := time.Now()
 	sb, err := p.start(key)
+	p.mu.Lock()
+	ent.starting--
+	p.mu.Unlock()
 	if err != nil {
 		if p.ctx.Err() == nil {
 			p.e.cfg.Logger.Warn("pool: start a warm sandbox", "image", key.Image, "err", err)
@@ -303,10 +345,27 @@ func (p *pool) fill(key PoolKey, ent *poolEntry) {
 func (p *pool) filled(key PoolKey, ent *poolEntry, sb *sandbox, took time.Duration) {
 	p.mu.Lock()
 	ent.filling--
-	keep := sb != nil && p.keys[key] == ent && p.ctx.Err() == nil && len(ent.idle) < ent.size
-	if keep {
-		ent.idle = append(ent.idle, &pooled{sb: sb, started: time.Now()})
-		ent.lastRefill = took
+	keep := false
+	if sb != nil && p.keys[key] == ent && p.ctx.Err() == nil {
+		pd := &pooled{sb: sb, started: time.Now()}
+		switch {
+		case len(ent.waiters) > 0: // a claim that missed takes it at once
+			ent.waiters[0] <- pd
+			ent.waiters = ent.waiters[1:]
+			keep = true
+		case len(ent.idle) < ent.size:
+			ent.idle = append(ent.idle, pd)
+			keep = true
+		}
+		if keep {
+			ent.lastRefill = took
+		}
+	}
+	// Claims that wait for more starts than are under way start cold.
+	for len(ent.waiters) > ent.starting || len(ent.waiters) > 0 && p.ctx.Err() != nil {
+		last := len(ent.waiters) - 1
+		ent.waiters[last] <- nil
+		ent.waiters = ent.waiters[:last]
 	}
 	p.mu.Unlock()
 	if sb != nil && !keep {
