@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -355,22 +356,16 @@ var bindingWords = []string{"for", "select", "function", "set", "alias", "printf
 
 // collect records the script's literal assignments and its self-spawning functions
 // before anything is judged, so that a use before the assignment is followed too.
+// Like the judging walk, it counts a step at every node and at the end of its
+// children, and looks into a word only if the word may hold commands.
 func (c *checker) collect(src string, f *syntax.File) {
-	walk(f, &collector{c: c, src: src})
+	w := treeWalk{c: c, src: src, collect: true}
+	w.file(f)
 }
 
-// collector is the visitor of collect. Like the judging walk, it counts a step
-// at every node and at the end of its children, and looks into a word only if
-// the word may hold commands.
-type collector struct {
-	c   *checker
-	src string
-}
-
-func (v *collector) leave() { v.c.step() }
-
-func (v *collector) enter(n syntax.Node) bool {
-	c, src := v.c, v.src
+// collectNode is collect's entry of a node it may act on; it reports whether
+// to look inside it.
+func (c *checker) collectNode(src string, n syntax.Node) bool {
 	c.step()
 	switch n := n.(type) {
 	case *syntax.Word:
@@ -686,24 +681,17 @@ func (ws *walkState) setInner(b *syntax.BinaryCmd) {
 	ws.inner[b] = true
 }
 
-// walk judges every statement of a parsed script, in source order.
+// walk judges every statement of a parsed script (or of a function's body),
+// in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
-	walk(f, &judge{c: c, src: src, depth: depth})
-}
-
-// judge is the visitor of the judging walk. It stops at the first refusal.
-type judge struct {
-	c     *checker
-	src   string
-	ws    walkState
-	depth int
-}
-
-func (v *judge) enter(n syntax.Node) bool { return v.c.visit(v.src, n, &v.ws, v.depth) }
-
-func (v *judge) leave() {
-	if !v.c.done() {
-		v.c.step()
+	w := treeWalk{c: c, src: src, depth: depth}
+	switch f := f.(type) {
+	case *syntax.File:
+		w.file(f)
+	case *syntax.Stmt:
+		w.stmt(f)
+	default:
+		panic(fmt.Sprintf("walk: unexpected root %T", f))
 	}
 }
 
