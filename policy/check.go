@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -114,6 +115,9 @@ type checker struct {
 	inCall      map[string]bool    // functions being judged with arguments, against recursion
 	fetchedVars []string           // variables assigned the output of curl or wget
 	judged      map[string]int     // scripts already judged, at the binding generation
+	first       string             // the first script judged, kept out of judged
+	firstGen    int                // the generation first was judged at
+	firstJudged bool               // first is set
 	generation  int                // counts rebindings of $1..$9 by function calls
 	// argsCache holds each simple command's expansions, reset when bindings change.
 	argsCache map[*syntax.CallExpr][][]word
@@ -231,13 +235,9 @@ func (c *checker) script(src string, depth int) {
 	}
 	// The same nested script (trap 'kill $PID' EXIT, three times) is judged once,
 	// unless a function call has rebound the words it reads since.
-	if gen, ok := c.judged[src]; ok && gen == c.generation {
+	if c.judgedBefore(src) {
 		return
 	}
-	if c.judged == nil {
-		c.judged = map[string]int{}
-	}
-	c.judged[src] = c.generation
 	f, err := parse(src)
 	if err != nil {
 		if c.strict() {
@@ -259,6 +259,32 @@ func (c *checker) script(src string, depth int) {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
 	c.walk(src, f, depth)
+}
+
+// judgedBefore reports whether src was judged already at the current
+// binding generation, and records that it is judged now. The first script of
+// a check, nearly always its only one, is kept out of the judged map: hashing
+// a whole script for the map cost more than the lookup it was for.
+func (c *checker) judgedBefore(src string) bool {
+	if !c.firstJudged {
+		c.first, c.firstGen, c.firstJudged = src, c.generation, true
+		return false
+	}
+	if src == c.first {
+		if c.firstGen == c.generation {
+			return true
+		}
+		c.firstGen = c.generation
+		return false
+	}
+	if gen, ok := c.judged[src]; ok && gen == c.generation {
+		return true
+	}
+	if c.judged == nil {
+		c.judged = map[string]int{}
+	}
+	c.judged[src] = c.generation
+	return false
 }
 
 // writeTargets are files whose writing does what a refused command does.
@@ -314,13 +340,22 @@ func (c *checker) codeVar(name, value string, depth int) {
 	c.script(value, depth+1)
 }
 
-// parsers are reused: a parser's buffers are most of the cost of a short check.
-var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+// parsers are reused, with their reader: a parser's buffers are most of the
+// cost of a short check.
+var parsers = sync.Pool{New: func() any {
+	return &pooledParser{parser: syntax.NewParser(syntax.Variant(syntax.LangBash))}
+}}
+
+type pooledParser struct {
+	parser *syntax.Parser
+	reader strings.Reader
+}
 
 func parse(src string) (*syntax.File, error) {
-	p := parsers.Get().(*syntax.Parser)
+	p := parsers.Get().(*pooledParser)
 	defer parsers.Put(p)
-	return p.Parse(strings.NewReader(src), "")
+	p.reader.Reset(src)
+	return p.parser.Parse(&p.reader, "")
 }
 
 // stateSize measures what collect may add (variables, functions, aliases); it
@@ -340,12 +375,20 @@ func (c *checker) stateSize() int {
 // variable, a function, an alias, the positional parameters): most one-line
 // commands bind nothing, and need not be walked twice.
 func mayBind(src string) bool {
-	if strings.ContainsAny(src, "=(") {
-		return true
-	}
-	for _, w := range bindingWords {
-		if strings.Contains(src, w) {
+	// One pass over the bytes: a scan per word (ten of them) cost more than
+	// the rest of a short command's check.
+	for i := 0; i < len(src); i++ {
+		b := src[i]
+		if !bindStarts[b] {
+			continue
+		}
+		if b == '=' || b == '(' {
 			return true
+		}
+		for _, w := range bindingWords {
+			if w[0] == b && strings.HasPrefix(src[i:], w) {
+				return true
+			}
 		}
 	}
 	return false
@@ -353,6 +396,15 @@ func mayBind(src string) bool {
 
 // bindingWords are the commands and keywords that bind without = or (.
 var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
+
+// bindStarts are the bytes that may start what mayBind looks for.
+var bindStarts = func() *byteSet {
+	chars := "=("
+	for _, w := range bindingWords {
+		chars += w[:1]
+	}
+	return newByteSet(chars)
+}()
 
 // collect records the script's literal assignments and its self-spawning functions
 // before anything is judged, so that a use before the assignment is followed too.
@@ -431,7 +483,11 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 		}
 	case *syntax.CallExpr:
 		// read, mapfile, getopts and friends assign at run time.
-		if len(n.Args) > 1 && n.Args[0].Lit() == "set" && n.Args[1].Lit() == "--" {
+		first := ""
+		if len(n.Args) > 0 {
+			first = wordLit(n.Args[0])
+		}
+		if len(n.Args) > 1 && first == "set" && wordLit(n.Args[1]) == "--" {
 			// set -- a b c: the positional parameters, when all are static.
 			var elems []string
 			for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
@@ -445,7 +501,7 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 			}
 			c.vars.setArray("@", elems)
 		}
-		if len(n.Args) > 1 && n.Args[0].Lit() == "alias" {
+		if len(n.Args) > 1 && first == "alias" {
 			for _, a := range n.Args[1:] {
 				if v, ok := c.staticString(a); ok {
 					if name, body, ok := strings.Cut(v, "="); ok {
@@ -454,7 +510,7 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 				}
 			}
 		}
-		if len(n.Args) >= 4 && n.Args[0].Lit() == "printf" && n.Args[1].Lit() == "-v" {
+		if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
 			// printf -v x FORMAT: a format without conversions is the value.
 			name := n.Args[2].Lit()
 			if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
@@ -465,7 +521,7 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 			return true
 		}
 		if len(n.Args) > 0 {
-			switch n.Args[0].Lit() {
+			switch first {
 			case "read", "mapfile", "readarray", "getopts":
 				for _, a := range n.Args[1:] {
 					if name := a.Lit(); envName(name) {
@@ -598,7 +654,7 @@ func (v *selfCalls) enter(n syntax.Node) bool {
 			return false
 		}
 	case *syntax.CallExpr:
-		if len(n.Args) > 0 && n.Args[0].Lit() == v.name {
+		if len(n.Args) > 0 && wordLit(n.Args[0]) == v.name {
 			v.calls++
 			v.forkedCall = v.forkedCall || v.inFork
 		}
@@ -1007,7 +1063,7 @@ func (v *fetchFinder) enter(n syntax.Node) bool {
 	case *syntax.CallExpr:
 		for _, argv := range v.c.callArgs(v.src, n, true) {
 			if len(argv) > 0 && !argv[0].dynamic {
-				if _, wrapped := wrappers[commandName(argv[0].s)]; wrapped {
+				if nameKinds[commandName(argv[0].s)]&kindWrapper != 0 {
 					argv = v.c.unwrapQuiet(argv)
 				}
 			}
@@ -1045,7 +1101,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 			ws.setCtx(call, ctx)
 			continue
 		case syntax.DplOut, syntax.DplIn:
-			if fd := r.Word.Lit(); fd == "-" || isDigits(strings.TrimSuffix(fd, "-")) {
+			if fd := wordLit(r.Word); fd == "-" || isDigits(strings.TrimSuffix(fd, "-")) {
 				continue // >&2, <&0, >&-: file descriptors, not paths
 			}
 		}
@@ -1073,12 +1129,13 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 			}
 			continue
 		}
+		match := r.Op.String() + " " + target
 		if r.Op != syntax.RdrIn {
-			if c.writeTo(target, r.Op.String()+" "+target); c.done() {
+			if c.writeTo(target, match); c.done() {
 				return
 			}
 		}
-		c.checkPath(target, r.Op.String()+" "+target)
+		c.checkPath(target, match)
 	}
 }
 
@@ -1275,6 +1332,20 @@ func (c *checker) simpleWord(src string, w *syntax.Word) (word, bool) {
 	return out, true
 }
 
+// asciiSpace are the ASCII bytes strings.TrimSpace trims.
+var asciiSpace = newByteSet("\t\n\v\f\r ")
+
+// wordLit is w.Lit(), without its call for the common word of one part.
+func wordLit(w *syntax.Word) string {
+	if len(w.Parts) == 1 {
+		if lit, ok := w.Parts[0].(*syntax.Lit); ok {
+			return lit.Value
+		}
+		return ""
+	}
+	return w.Lit()
+}
+
 func plainWord(w *syntax.Word) (string, bool) {
 	if len(w.Parts) != 1 {
 		return "", false
@@ -1291,7 +1362,9 @@ func plainWord(w *syntax.Word) (string, bool) {
 // commandName normalises a program name: its base name, as the kernel would find
 // it on PATH or at the path given.
 func commandName(s string) string {
-	s = strings.TrimSpace(s)
+	if n := len(s); n > 0 && (asciiSpace[s[0]] || s[0] >= utf8.RuneSelf || asciiSpace[s[n-1]] || s[n-1] >= utf8.RuneSelf) {
+		s = strings.TrimSpace(s) // only what can start or end with white space: nearly no name does
+	}
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
 		s = s[i+1:]
 	}

@@ -32,6 +32,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		extra = !ctx.stdinKnow
 	}
 	name := commandName(argv[0].s)
+	kind := nameKinds[name]
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
 		c.trace = append(c.trace, Step{Command: match.String()})
@@ -58,7 +59,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if excused || len(c.p.allowPatterns) > 0 && c.allowed(match.String()) {
 		// An allow pattern excuses this command only; the scripts it nests are
 		// still judged.
-		c.nested(name, argv, ctx, depth)
+		c.nested(name, kind, argv, ctx, depth)
 		return
 	}
 	switch name {
@@ -72,7 +73,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if _, isFunc := c.funcs[name]; !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
-		c.builtinRules(name, argv, extra, ctx, match)
+		c.builtinRules(name, kind, argv, extra, ctx, match)
 	}
 	if c.done() {
 		return
@@ -95,7 +96,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			return
 		}
 	}
-	c.nested(name, argv, ctx, depth)
+	c.nested(name, kind, argv, ctx, depth)
 	if c.done() {
 		return
 	}
@@ -257,10 +258,10 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			argv = []word{{s: "sh"}, {s: "-c"}, script}
 			continue
 		}
-		w, isWrapper := wrappers[name]
-		if !isWrapper {
+		if nameKinds[name]&kindWrapper == 0 {
 			return argv, extra, excused, true
 		}
+		w := wrappers[name]
 		if c.allowed(strings.TrimSpace(name + " " + joinWords(argv[1:]))) {
 			return argv, extra, true, true // excused as written: judge nothing below it
 		}
@@ -514,14 +515,49 @@ var interpreters = map[string]string{
 	"node": "epr", "nodejs": "epr", "php": "rfBRFEdcz", "lua": "el", "tclsh": "", "awk": "fv",
 }
 
+// nameKind is what the tables above (and privilegeRunners) say of a program
+// name, so that a command looks its name up once instead of once a table:
+// those lookups were a tenth of judging a simple command.
+type nameKind uint8
+
+const (
+	kindWrapper     nameKind = 1 << iota // in wrappers
+	kindShell                            // shells[name]
+	kindInterpreter                      // interpreters[name] != ""
+	kindPrivilege                        // privilegeRunners[name]
+)
+
+var nameKinds = func() map[string]nameKind {
+	kinds := map[string]nameKind{}
+	for name := range wrappers {
+		kinds[name] |= kindWrapper
+	}
+	for name, ok := range shells {
+		if ok {
+			kinds[name] |= kindShell
+		}
+	}
+	for name, opts := range interpreters {
+		if opts != "" {
+			kinds[name] |= kindInterpreter
+		}
+	}
+	for name, ok := range privilegeRunners {
+		if ok {
+			kinds[name] |= kindPrivilege
+		}
+	}
+	return kinds
+}()
+
 func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
 
 // nested recurses into the scripts a command runs: sh -c, eval, trap, find -exec,
 // xargs, and shells fed a here-document or piped text.
-func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
+func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext, depth int) {
 	args := argv[1:]
 	switch {
-	case shells[name]:
+	case kind&kindShell != 0:
 		script, mode := shellScript(args)
 		switch mode {
 		case "c":
@@ -624,7 +660,7 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 				i = j
 			}
 		}
-	case interpreters[name] != "" || name == "tclsh":
+	case kind&kindInterpreter != 0 || name == "tclsh":
 		for i, a := range args {
 			// python3 -c "$(curl ...)", perl -e "$(wget ...)": fetched code.
 			if len(a.s) == 2 && a.s[0] == '-' && strings.IndexByte(interpreters[name], a.s[1]) >= 0 &&

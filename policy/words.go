@@ -323,7 +323,7 @@ func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 	case *syntax.CmdSubst:
 		if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
 			if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-				switch commandName(call.Args[0].Lit()) {
+				switch commandName(wordLit(call.Args[0])) {
 				case "echo", "printf":
 					return false // perhaps a literal echo: partSegments decides
 				}
