@@ -130,6 +130,8 @@ type checker struct {
 	trace []Step
 	// argvBuf holds the argvs of the check's simple commands.
 	argvBuf argvBuf
+	// finder is the visitor of fetches.
+	finder fetchFinder
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -786,7 +788,8 @@ func (c *checker) visit(src string, n syntax.Node, ws *walkState, depth int) boo
 
 // pipeline records, for each stage, what flows into it.
 func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
-	stages := appendStages(nil, b.X, ws)
+	var stageBuf [8]*syntax.Stmt // most pipelines are short: no allocation for them
+	stages := appendStages(stageBuf[:0], b.X, ws)
 	stages = appendStages(stages, b.Y, ws)
 	fetched := false
 	for i, st := range stages {
@@ -801,7 +804,8 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
 			}
 			// The stage's commands read the pipe: the stage itself, or the commands
 			// of a group or subshell it is ({ sh; }, (bash)).
-			for _, call := range readers(st) {
+			var readerBuf [4]*syntax.CallExpr
+			for _, call := range readers(readerBuf[:0], st) {
 				ctx := ws.ctxs[call]
 				ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
 				ctx.stdin, ctx.stdinKnow = stdin, stdinKnow
@@ -823,35 +827,34 @@ func appendStages(stages []*syntax.Stmt, s *syntax.Stmt, ws *walkState) []*synta
 	return append(stages, s)
 }
 
-// readers returns the simple commands of a pipeline stage that read its stdin:
-// the stage's own command, or those of a group or subshell, not looking into
-// substitutions or nested pipelines.
-func readers(st *syntax.Stmt) []*syntax.CallExpr {
+// readers appends to out the simple commands of a pipeline stage that read
+// its stdin: the stage's own command, or those of a group or subshell, not
+// looking into substitutions or nested pipelines.
+func readers(out []*syntax.CallExpr, st *syntax.Stmt) []*syntax.CallExpr {
 	switch cmd := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		out := []*syntax.CallExpr{cmd}
+		out = append(out, cmd)
 		// tee >(sh): the commands of an output process substitution read
 		// what the stage writes to it, which is the pipe's text.
 		for _, w := range cmd.Args {
 			for _, part := range w.Parts {
 				if ps, ok := part.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
-					out = append(out, readersOf(ps.Stmts)...)
+					out = readersOf(out, ps.Stmts)
 				}
 			}
 		}
 		return out
 	case *syntax.Block:
-		return readersOf(cmd.Stmts)
+		return readersOf(out, cmd.Stmts)
 	case *syntax.Subshell:
-		return readersOf(cmd.Stmts)
+		return readersOf(out, cmd.Stmts)
 	}
-	return nil
+	return out
 }
 
-func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
-	var out []*syntax.CallExpr
+func readersOf(out []*syntax.CallExpr, stmts []*syntax.Stmt) []*syntax.CallExpr {
 	for _, s := range stmts {
-		out = append(out, readers(s)...)
+		out = readers(out, s)
 	}
 	return out
 }
@@ -1041,9 +1044,15 @@ func ifsFields(text string) []string {
 
 // fetches reports whether a statement downloads: curl or wget anywhere in it.
 func (c *checker) fetches(src string, n syntax.Node) bool {
-	v := &fetchFinder{c: c, src: src}
+	v := &c.finder // the checker's own, rather than one allocated per stage
+	if v.c != nil {
+		v = &fetchFinder{} // in use: cannot happen (nothing under a fetches looks for another), but cheap to be sure of
+	}
+	*v = fetchFinder{c: c, src: src}
 	walk(n, v)
-	return v.found
+	found := v.found
+	*v = fetchFinder{}
+	return found
 }
 
 // fetchFinder is the visitor of fetches.

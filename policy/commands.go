@@ -70,7 +70,8 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	case "hash":
 		c.hash(argv[1:])
 	}
-	if _, isFunc := c.funcs[name]; !isFunc || c.bombs[name] {
+	f, isFunc := c.funcs[name]
+	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
 		c.builtinRules(name, kind, argv, extra, ctx, match)
@@ -78,7 +79,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if c.done() {
 		return
 	}
-	if f, ok := c.funcs[name]; ok && len(argv) > 1 && !c.inCall[name] {
+	if isFunc && len(argv) > 1 && !c.inCall[name] {
 		// f /: judge f's body again with its arguments bound.
 		c.inCall[name] = true
 		c.bindArgs(name, argv[1:])

@@ -114,6 +114,9 @@ func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
 	if s, ok := plainWord(w); ok { // the common case: one plain literal or quoted string
 		return [][]word{{{s: s}}}
 	}
+	if !hasBrace(w) {
+		return c.expandOne(src, w) // what SplitBraces would find: nothing, without copying the word
+	}
 	orig := w
 	split := *w // SplitBraces rewrites its word; the tree is still walked after this
 	w = &split
@@ -131,6 +134,17 @@ func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
 		fields = append(fields, alts[0]...) // braces and variables together: the first reading
 	}
 	return [][]word{fields}
+}
+
+// hasBrace reports whether a literal part of w holds a brace, the test
+// syntax.SplitBraces starts with: without one it changes nothing.
+func hasBrace(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		if lit, ok := part.(*syntax.Lit); ok && strings.IndexByte(lit.Value, '{') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // braceCount is how many words a brace expansion would make, without making them.
