@@ -377,18 +377,14 @@ func (c *checker) stateSize() int {
 // variable, a function, an alias, the positional parameters): most one-line
 // commands bind nothing, and need not be walked twice.
 func mayBind(src string) bool {
-	// One pass over the bytes: a scan per word (ten of them) cost more than
-	// the rest of a short command's check.
+	if strings.IndexByte(src, '=') >= 0 || strings.IndexByte(src, '(') >= 0 {
+		return true
+	}
+	// One pass for the words, which looks only at the words a byte can start:
+	// a scan per word cost more than the rest of a short command's check.
 	for i := 0; i < len(src); i++ {
-		b := src[i]
-		if !bindStarts[b] {
-			continue
-		}
-		if b == '=' || b == '(' {
-			return true
-		}
-		for _, w := range bindingWords {
-			if w[0] == b && strings.HasPrefix(src[i:], w) {
+		for _, w := range bindingWordsBy[src[i]] {
+			if strings.HasPrefix(src[i:], w) {
 				return true
 			}
 		}
@@ -399,13 +395,12 @@ func mayBind(src string) bool {
 // bindingWords are the commands and keywords that bind without = or (.
 var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
 
-// bindStarts are the bytes that may start what mayBind looks for.
-var bindStarts = func() *byteSet {
-	chars := "=("
+// bindingWordsBy are the binding words by their first byte.
+var bindingWordsBy = func() (by [256][]string) {
 	for _, w := range bindingWords {
-		chars += w[:1]
+		by[w[0]] = append(by[w[0]], w)
 	}
-	return newByteSet(chars)
+	return by
 }()
 
 // collect records the script's literal assignments and its self-spawning functions
@@ -753,37 +748,30 @@ func (c *checker) walk(src string, f syntax.Node, depth int) {
 	}
 }
 
-// visit judges one node of a walk; it reports whether to look inside it.
-func (c *checker) visit(src string, n syntax.Node, ws *walkState, depth int) bool {
-	if c.done() {
-		return false
+// judgeBinary, judgeStmt, judgeCall, judgeDecl and judgeLet are the judging
+// walk's actions at the nodes it acts on, after the step of their entry.
+
+func (c *checker) judgeBinary(src string, n *syntax.BinaryCmd, ws *walkState) {
+	if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
+		c.pipeline(src, n, ws)
 	}
-	c.step()
-	switch n := n.(type) {
-	case *syntax.Word:
-		return mayHoldCommands(n)
-	case *syntax.BinaryCmd:
-		if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
-			c.pipeline(src, n, ws)
-		}
-	case *syntax.Stmt:
-		c.redirects(src, n, ws)
-	case *syntax.CallExpr:
-		c.call(src, n, ws.ctxs[n], depth)
-	case *syntax.DeclClause: // export, declare, local, readonly, typeset
-		for _, as := range n.Args {
-			if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
-				if v, ok := c.staticString(as.Value); ok {
-					c.codeVar(as.Name.Value, v, depth)
-				}
+}
+
+// judgeDecl judges export, declare, local, readonly and typeset.
+func (c *checker) judgeDecl(n *syntax.DeclClause, depth int) {
+	for _, as := range n.Args {
+		if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+			if v, ok := c.staticString(as.Value); ok {
+				c.codeVar(as.Name.Value, v, depth)
 			}
 		}
-	case *syntax.LetClause:
-		for _, e := range n.Exprs {
-			c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
-		}
 	}
-	return !c.done()
+}
+
+func (c *checker) judgeLet(src string, n *syntax.LetClause, depth int) {
+	for _, e := range n.Exprs {
+		c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
+	}
 }
 
 // pipeline records, for each stage, what flows into it.
@@ -1192,6 +1180,9 @@ func (c *checker) callArgs(src string, call *syntax.CallExpr, keep bool) [][]wor
 // the walk need not look inside plain words.
 func mayHoldCommands(w *syntax.Word) bool {
 	for _, part := range w.Parts {
+		if _, ok := part.(*syntax.Lit); ok {
+			continue // the common part, without a call
+		}
 		if partMayHoldCommands(part) {
 			return true
 		}

@@ -222,7 +222,7 @@ func walkList[N syntax.Node](list []N, v visitor) {
 type treeWalk struct {
 	c       *checker
 	src     string
-	collect bool // collect's walk (collectNode); otherwise the judging walk (visit)
+	collect bool // collect's walk (collectNode); otherwise the judging walk (redirects, call, judgeBinary, ...)
 	ws      walkState
 	depth   int
 }
@@ -258,20 +258,17 @@ func (w *treeWalk) enterCollect(n syntax.Node) bool {
 	return w.enterPlain()
 }
 
-// enterJudge enters a node that only the judging walk acts on.
-func (w *treeWalk) enterJudge(n syntax.Node) bool {
-	if w.collect {
-		return w.enterPlain()
+// enterJudge is the judging walk's entry of a node it acts on: nothing once
+// the check is done, else a step, before the node's action (the node is
+// then looked inside unless the action ended the check). Collect enters the
+// node as any other.
+func (w *treeWalk) enterJudge() bool {
+	c := w.c
+	if c.done() {
+		return false
 	}
-	return w.c.visit(w.src, n, &w.ws, w.depth)
-}
-
-// enterBoth enters a node that both walks act on.
-func (w *treeWalk) enterBoth(n syntax.Node) bool {
-	if w.collect {
-		return w.c.collectNode(w.src, n)
-	}
-	return w.c.visit(w.src, n, &w.ws, w.depth)
+	c.step()
+	return true
 }
 
 // leave is both visitors' leave: collect counts a step, the judging walk
@@ -297,8 +294,17 @@ func (w *treeWalk) stmts(list []*syntax.Stmt) {
 }
 
 func (w *treeWalk) stmt(n *syntax.Stmt) {
-	if !w.enterJudge(n) {
-		return
+	if w.collect {
+		if !w.enterPlain() {
+			return
+		}
+	} else {
+		if !w.enterJudge() {
+			return
+		}
+		if w.c.redirects(w.src, n, &w.ws); w.c.done() {
+			return
+		}
 	}
 	if n.Cmd != nil {
 		w.command(n.Cmd)
@@ -345,8 +351,17 @@ func (w *treeWalk) assign(n *syntax.Assign) {
 func (w *treeWalk) command(n syntax.Command) {
 	switch n := n.(type) {
 	case *syntax.CallExpr:
-		if !w.enterBoth(n) {
-			return
+		if w.collect {
+			if !w.c.collectNode(w.src, n) {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.call(w.src, n, w.ws.ctxs[n], w.depth); w.c.done() {
+				return
+			}
 		}
 		for _, a := range n.Assigns {
 			w.assign(a)
@@ -378,8 +393,17 @@ func (w *treeWalk) command(n syntax.Command) {
 		w.loop(n.Loop)
 		w.stmts(n.Do)
 	case *syntax.BinaryCmd:
-		if !w.enterJudge(n) {
-			return
+		if w.collect {
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeBinary(w.src, n, &w.ws); w.c.done() {
+				return
+			}
 		}
 		w.stmt(n.X)
 		w.stmt(n.Y)
@@ -413,15 +437,33 @@ func (w *treeWalk) command(n syntax.Command) {
 		}
 		w.test(n.X)
 	case *syntax.DeclClause:
-		if !w.enterJudge(n) {
-			return
+		if w.collect {
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeDecl(n, w.depth); w.c.done() {
+				return
+			}
 		}
 		for _, a := range n.Args {
 			w.assign(a)
 		}
 	case *syntax.LetClause:
-		if !w.enterJudge(n) {
-			return
+		if w.collect {
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeLet(w.src, n, w.depth); w.c.done() {
+				return
+			}
 		}
 		for _, x := range n.Exprs {
 			w.arithm(x)
