@@ -175,7 +175,9 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 		c.refuse(RuleMount, match.String())
 	default:
 		for _, target := range writtenPaths(name, args) {
-			c.writeTo(target, match.String())
+			if rule, ok := c.writeRule(target); ok {
+				c.refuse(rule, match.String()) // the match text only for a refusal
+			}
 			if c.done() {
 				return
 			}

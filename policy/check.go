@@ -299,24 +299,29 @@ var writeTargets = map[string]Rule{
 // writeTo judges a write to target, by a redirect or by a program that writes
 // it: a block device, or a file whose writing does what a refused command does.
 func (c *checker) writeTo(target, match string) {
+	if rule, ok := c.writeRule(target); ok {
+		c.refuse(rule, match)
+	}
+}
+
+// writeRule is the rule that refuses a write to target, if one does.
+func (c *checker) writeRule(target string) (Rule, bool) {
 	if alwaysPass[target] {
-		return
+		return Rule{}, false
 	}
 	p := systemPath(homeToTilde(strings.ReplaceAll(target, `"`, "")))
 	if rule, ok := writeTargets[p]; ok {
-		c.refuse(rule, match)
-		return
+		return rule, true
 	}
 	if isBlockDevice(p) {
-		c.refuse(RuleBlockDevice, match)
-		return
+		return RuleBlockDevice, true
 	}
 	for _, re := range c.p.denyWrite {
 		if re.MatchString(p) {
-			c.refuse(RuleDenyWrite, match)
-			return
+			return RuleDenyWrite, true
 		}
 	}
+	return Rule{}, false
 }
 
 // codeVars are variables whose value a program runs as shell code: git's ssh
@@ -582,6 +587,9 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	if w == nil {
 		return []string{""}
 	}
+	if len(w.Parts) == 1 {
+		return c.partValuesNoSplit(src, w.Parts[0])
+	}
 	alts := [][]segment{nil}
 	for _, part := range w.Parts {
 		if sg, ok := staticPart(part, true); ok { // as partSegments would, without its slices
@@ -598,6 +606,44 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	}
 	out := make([]string, 0, len(alts))
 	for _, a := range alts {
+		if len(a) == 1 && !a[0].dynamic {
+			out = append(out, a[0].s)
+			continue
+		}
+		var b strings.Builder
+		for _, sg := range a {
+			if sg.dynamic {
+				return nil
+			}
+			b.WriteString(sg.s)
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// partValuesNoSplit is expandWordNoSplit of a word of one part (most
+// assignments: x=$(cmd), x="...", x=${y:-z}), without building the list of
+// alternatives a product of parts needs: the same values, from the same calls.
+func (c *checker) partValuesNoSplit(src string, part syntax.WordPart) []string {
+	if sg, ok := staticPart(part, true); ok {
+		return []string{sg.s}
+	}
+	switch p := part.(type) {
+	case *syntax.CmdSubst:
+		if text, ok := c.cmdSubstText(src, p); ok {
+			return []string{text}
+		}
+		return nil
+	case *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob:
+		return nil // partSegments: only known when the command runs
+	}
+	choices := c.partSegments(src, part, true)
+	if len(choices) > maxCandidates {
+		return nil
+	}
+	out := make([]string, 0, len(choices))
+	for _, a := range choices {
 		if len(a) == 1 && !a[0].dynamic {
 			out = append(out, a[0].s)
 			continue

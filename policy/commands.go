@@ -53,7 +53,9 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.refuse(RuleDynamicCommand, match.String())
 			return
 		}
-		c.operatorDeny("", match.String(), nil)
+		if c.p.operatorDenies() {
+			c.operatorDeny("", match.String(), nil)
+		}
 		return
 	}
 	if excused || len(c.p.allowPatterns) > 0 && c.allowed(match.String()) {
@@ -105,7 +107,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.refuse(RuleInlineCode, match.String())
 		return
 	}
-	if len(c.p.denyPrograms) > 0 || len(c.p.denyPatterns) > 0 {
+	if c.p.operatorDenies() {
 		c.operatorDeny(name, match.String(), argv[1:])
 		if c.done() {
 			return
@@ -263,7 +265,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			return argv, extra, excused, true
 		}
 		w := wrappers[name]
-		if c.allowed(strings.TrimSpace(name + " " + joinWords(argv[1:]))) {
+		if len(c.p.allowPatterns) > 0 && c.allowed(strings.TrimSpace(name+" "+joinWords(argv[1:]))) {
 			return argv, extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
@@ -272,9 +274,10 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
 			return nil, false, false, false
 		}
-		c.operatorDeny(name, joinWords(argv), argv[1:])
-		if c.done() {
-			return nil, false, false, false
+		if c.p.operatorDenies() {
+			if c.operatorDeny(name, joinWords(argv), argv[1:]); c.done() {
+				return nil, false, false, false
+			}
 		}
 		rest := argv[1:]
 		if name == "busybox" || name == "toybox" {
@@ -971,6 +974,10 @@ func (c *checker) denyPatterns(text string) {
 		}
 	}
 }
+
+// operatorDenies reports whether the operator denies any program or pattern:
+// without, operatorDeny does nothing, and its match text need not be built.
+func (p *Policy) operatorDenies() bool { return len(p.denyPrograms) > 0 || len(p.denyPatterns) > 0 }
 
 // operatorDeny applies the operator's deny programs and patterns.
 func (c *checker) operatorDeny(name, match string, args []word) {

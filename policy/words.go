@@ -423,18 +423,26 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			return out
 		}
 	case *syntax.CmdSubst:
-		// $(echo rm): the output of a literal echo or printf is known.
-		if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
-			if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok {
-				if text, ok := c.literalOutput(src, call); ok {
-					return [][]segment{{{s: strings.Join(text, " "), split: !quoted}}}
-				}
-			}
+		if text, ok := c.cmdSubstText(src, p); ok {
+			return [][]segment{{{s: text, split: !quoted}}}
 		}
 	}
 	// Other command and arithmetic substitutions, process substitution, extended
 	// globs, unknown parameters: only known when the command runs.
 	return [][]segment{{{s: sourceOf(src, part), dynamic: true}}}
+}
+
+// cmdSubstText is the output of a command substitution when it is known:
+// $(echo rm), the output of a literal echo or printf.
+func (c *checker) cmdSubstText(src string, p *syntax.CmdSubst) (string, bool) {
+	if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
+		if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok {
+			if text, ok := c.literalOutput(src, call); ok {
+				return strings.Join(text, " "), true
+			}
+		}
+	}
+	return "", false
 }
 
 // paramValues resolves $name, ${name} and ${name:-default} from the script's own
