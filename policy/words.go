@@ -198,6 +198,10 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 		if len(alts)*len(choices) > maxWordAlts {
 			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
 		}
+		if len(w.Parts) == 1 {
+			alts = choices // what product would copy them into; splitFields only reads them
+			continue
+		}
 		alts = product(alts, choices)
 	}
 	out := make([][]word, 0, len(alts))
@@ -318,8 +322,12 @@ func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 	switch p := part.(type) {
 	case *syntax.ParamExp:
 		if p.Param != nil {
-			if info := c.vars[p.Param.Value]; info != nil && info.overflow {
+			info := c.vars[p.Param.Value]
+			if info != nil && info.overflow {
 				return false // partSegments refuses it as too complex
+			}
+			if info == nil && p.Exp == nil && p.Param.Value != "*" && p.Param.Value != "IFS" {
+				return true // never bound by the script: arrayElems and paramValues find nothing
 			}
 		}
 		if _, ok := c.arrayElems(p); ok {
