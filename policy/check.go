@@ -385,11 +385,12 @@ func mayBind(src string) bool {
 	if strings.IndexByte(src, '=') >= 0 || strings.IndexByte(src, '(') >= 0 {
 		return true
 	}
-	// One pass for the words, which looks only at the words a byte can start:
-	// a scan per word cost more than the rest of a short command's check.
-	for i := 0; i < len(src); i++ {
+	// One pass for the words, which looks only at the words a byte can start
+	// and whose second byte follows: a scan per word cost more than the rest
+	// of a short command's check. Every binding word has three bytes or more.
+	for i := 0; i+1 < len(src); i++ {
 		for _, w := range bindingWordsBy[src[i]] {
-			if strings.HasPrefix(src[i:], w) {
+			if src[i+1] == w[1] && strings.HasPrefix(src[i:], w) {
 				return true
 			}
 		}
@@ -1105,12 +1106,17 @@ func (v *fetchFinder) enter(n syntax.Node) bool {
 		return mayHoldCommands(n)
 	case *syntax.CallExpr:
 		for _, argv := range v.c.callArgs(v.src, n, true) {
-			if len(argv) > 0 && !argv[0].dynamic {
-				if nameKinds[commandName(argv[0].s)]&kindWrapper != 0 {
-					argv = v.c.unwrapQuiet(argv)
-				}
+			if len(argv) == 0 {
+				continue
 			}
-			if len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
+			name := commandName(argv[0].s)
+			if !argv[0].dynamic && nameKinds[name]&kindWrapper != 0 {
+				if argv = v.c.unwrapQuiet(argv); len(argv) == 0 {
+					continue
+				}
+				name = commandName(argv[0].s)
+			}
+			if isFetcher(name) {
 				v.found = true
 			}
 		}
