@@ -1078,15 +1078,64 @@ func ifsFields(text string) []string {
 }
 
 // fetches reports whether a statement downloads: curl or wget anywhere in it.
-func (c *checker) fetches(src string, n syntax.Node) bool {
+func (c *checker) fetches(src string, st *syntax.Stmt) bool {
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok && onlyCall(call, st.Redirs) {
+		// The walk below would find the call and nothing else that holds a
+		// command: judge the call alone, without the walk.
+		return c.callFetches(src, call)
+	}
 	v := &c.finder // the checker's own, rather than one allocated per stage
 	if v.c != nil {
 		v = &fetchFinder{} // in use: cannot happen (nothing under a fetches looks for another), but cheap to be sure of
 	}
 	*v = fetchFinder{c: c, src: src}
-	walk(n, v)
+	walk(st, v)
 	found := v.found
 	*v = fetchFinder{}
+	return found
+}
+
+// onlyCall reports whether a statement of call with redirs holds no command
+// but call: none of its words may hold one (mayHoldCommands, the test the
+// walks look inside a word by), and no assignment has an index or an array.
+func onlyCall(call *syntax.CallExpr, redirs []*syntax.Redirect) bool {
+	for _, as := range call.Assigns {
+		if as.Index != nil || as.Array != nil || as.Value != nil && mayHoldCommands(as.Value) {
+			return false
+		}
+	}
+	for _, w := range call.Args {
+		if mayHoldCommands(w) {
+			return false
+		}
+	}
+	for _, r := range redirs {
+		if mayHoldCommands(r.Word) || r.Hdoc != nil && mayHoldCommands(r.Hdoc) {
+			return false
+		}
+	}
+	return true
+}
+
+// callFetches reports whether a simple command downloads: it runs curl or
+// wget, possibly through wrappers, in one of its readings.
+func (c *checker) callFetches(src string, call *syntax.CallExpr) bool {
+	found := false
+	for _, argv := range c.callArgs(src, call, true) {
+		if len(argv) == 0 {
+			continue
+		}
+		name := commandName(argv[0].s)
+		if !argv[0].dynamic && nameKinds[name]&kindWrapper != 0 {
+			if argv = c.unwrapQuiet(argv); len(argv) == 0 {
+				continue
+			}
+			name = commandName(argv[0].s)
+		}
+		if isFetcher(name) {
+			found = true
+		}
+	}
 	return found
 }
 
@@ -1105,21 +1154,7 @@ func (v *fetchFinder) enter(n syntax.Node) bool {
 	case *syntax.Word:
 		return mayHoldCommands(n)
 	case *syntax.CallExpr:
-		for _, argv := range v.c.callArgs(v.src, n, true) {
-			if len(argv) == 0 {
-				continue
-			}
-			name := commandName(argv[0].s)
-			if !argv[0].dynamic && nameKinds[name]&kindWrapper != 0 {
-				if argv = v.c.unwrapQuiet(argv); len(argv) == 0 {
-					continue
-				}
-				name = commandName(argv[0].s)
-			}
-			if isFetcher(name) {
-				v.found = true
-			}
-		}
+		v.found = v.c.callFetches(v.src, n)
 	}
 	return !v.found
 }
