@@ -383,11 +383,23 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			if len(alts)*len(choices) > maxWordAlts {
 				return [][]segment{{{s: sourceOf(src, p), dynamic: true}}}
 			}
+			if len(p.Parts) == 1 {
+				alts = choices // "$x": what product would copy them into; the join below only reads them
+				continue
+			}
 			alts = product(alts, choices)
 		}
 		// A quoted part is one piece of text: join, never split.
 		out := make([][]segment, 0, len(alts))
 		for _, a := range alts {
+			if len(a) == 1 && !a[0].brk { // one piece already: what the join would make of it
+				if a[0].dynamic {
+					out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
+				} else {
+					out = append(out, []segment{{s: a[0].s}})
+				}
+				continue
+			}
 			var b strings.Builder
 			dyn := false
 			var segs []segment
