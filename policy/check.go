@@ -1126,7 +1126,7 @@ func (c *checker) callFetches(src string, call *syntax.CallExpr) bool {
 			continue
 		}
 		name := commandName(argv[0].s)
-		if !argv[0].dynamic && nameKinds[name]&kindWrapper != 0 {
+		if !argv[0].dynamic && kindOf(name)&kindWrapper != 0 {
 			if argv = c.unwrapQuiet(argv); len(argv) == 0 {
 				continue
 			}

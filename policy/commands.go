@@ -32,7 +32,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		extra = !ctx.stdinKnow
 	}
 	name := commandName(argv[0].s)
-	kind := nameKinds[name]
+	kind := kindOf(name)
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
 		c.trace = append(c.trace, Step{Command: match.String()})
@@ -261,7 +261,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			argv = []word{{s: "sh"}, {s: "-c"}, script}
 			continue
 		}
-		if nameKinds[name]&kindWrapper == 0 {
+		if kindOf(name)&kindWrapper == 0 {
 			return argv, extra, excused, true
 		}
 		w := wrappers[name]
@@ -553,6 +553,24 @@ var nameKinds = func() map[string]nameKind {
 	}
 	return kinds
 }()
+
+// kindFilter holds, for each length (modulo 32) and first byte, whether a
+// name in nameKinds has them: most names have no kind, and hashing them was
+// most of their lookup.
+var kindFilter = func() (filter [32][256]bool) {
+	for name := range nameKinds {
+		filter[len(name)%32][name[0]] = true
+	}
+	return filter
+}()
+
+// kindOf is nameKinds[name].
+func kindOf(name string) nameKind {
+	if name == "" || !kindFilter[len(name)%32][name[0]] {
+		return 0
+	}
+	return nameKinds[name]
+}
 
 func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
 

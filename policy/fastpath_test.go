@@ -88,3 +88,15 @@ func TestWordLitAsLit(t *testing.T) {
 		}
 	}
 }
+
+func TestKindOfAsNameKinds(t *testing.T) {
+	in := fastPathInputs(t)
+	for name := range nameKinds {
+		in = append(in, name, name+"x", name[:len(name)-1])
+	}
+	for _, s := range in {
+		if got, want := kindOf(s), nameKinds[s]; got != want {
+			t.Errorf("kindOf(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
