@@ -8,7 +8,7 @@ import (
 
 // builtinRules applies the built-in deny rules to one unwrapped command. extra is
 // true when the command gets arguments only known at run time (xargs).
-func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdContext, match *commandText) {
+func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bool, ctx cmdContext, match *commandText) {
 	args := argv[1:]
 	if p := argv[0].s; (strings.Contains(p, "/init.d/") || strings.Contains(p, "/rc.d/")) && firewallUnit(name) {
 		// /etc/init.d/iptables stop: the init script of a firewall.
@@ -163,7 +163,7 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "0" || strings.EqualFold(ops[0].s, "permissive")) {
 			c.refuse(RuleSELinux, match.String())
 		}
-	case privilegeRunners[name]:
+	case kind&kindPrivilege != 0:
 		c.refuse(RulePrivilege, match.String())
 	case name == "machinectl":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "shell" || ops[0].s == "login") {
@@ -175,7 +175,9 @@ func (c *checker) builtinRules(name string, argv []word, extra bool, ctx cmdCont
 		c.refuse(RuleMount, match.String())
 	default:
 		for _, target := range writtenPaths(name, args) {
-			c.writeTo(target, match.String())
+			if rule, ok := c.writeRule(target); ok {
+				c.refuse(rule, match.String()) // the match text only for a refusal
+			}
 			if c.done() {
 				return
 			}

@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -113,6 +115,9 @@ type checker struct {
 	inCall      map[string]bool    // functions being judged with arguments, against recursion
 	fetchedVars []string           // variables assigned the output of curl or wget
 	judged      map[string]int     // scripts already judged, at the binding generation
+	first       string             // the first script judged, kept out of judged
+	firstGen    int                // the generation first was judged at
+	firstJudged bool               // first is set
 	generation  int                // counts rebindings of $1..$9 by function calls
 	// argsCache holds each simple command's expansions, reset when bindings change.
 	argsCache map[*syntax.CallExpr][][]word
@@ -125,6 +130,8 @@ type checker struct {
 	trace []Step
 	// argvBuf holds the argvs of the check's simple commands.
 	argvBuf argvBuf
+	// finder is the visitor of fetches.
+	finder fetchFinder
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -230,13 +237,9 @@ func (c *checker) script(src string, depth int) {
 	}
 	// The same nested script (trap 'kill $PID' EXIT, three times) is judged once,
 	// unless a function call has rebound the words it reads since.
-	if gen, ok := c.judged[src]; ok && gen == c.generation {
+	if c.judgedBefore(src) {
 		return
 	}
-	if c.judged == nil {
-		c.judged = map[string]int{}
-	}
-	c.judged[src] = c.generation
 	f, err := parse(src)
 	if err != nil {
 		if c.strict() {
@@ -260,6 +263,32 @@ func (c *checker) script(src string, depth int) {
 	c.walk(src, f, depth)
 }
 
+// judgedBefore reports whether src was judged already at the current
+// binding generation, and records that it is judged now. The first script of
+// a check, nearly always its only one, is kept out of the judged map: hashing
+// a whole script for the map cost more than the lookup it was for.
+func (c *checker) judgedBefore(src string) bool {
+	if !c.firstJudged {
+		c.first, c.firstGen, c.firstJudged = src, c.generation, true
+		return false
+	}
+	if src == c.first {
+		if c.firstGen == c.generation {
+			return true
+		}
+		c.firstGen = c.generation
+		return false
+	}
+	if gen, ok := c.judged[src]; ok && gen == c.generation {
+		return true
+	}
+	if c.judged == nil {
+		c.judged = map[string]int{}
+	}
+	c.judged[src] = c.generation
+	return false
+}
+
 // writeTargets are files whose writing does what a refused command does.
 var writeTargets = map[string]Rule{
 	"/proc/sysrq-trigger":     RulePower, // "b" reboots, "o" powers off, at once
@@ -270,24 +299,29 @@ var writeTargets = map[string]Rule{
 // writeTo judges a write to target, by a redirect or by a program that writes
 // it: a block device, or a file whose writing does what a refused command does.
 func (c *checker) writeTo(target, match string) {
+	if rule, ok := c.writeRule(target); ok {
+		c.refuse(rule, match)
+	}
+}
+
+// writeRule is the rule that refuses a write to target, if one does.
+func (c *checker) writeRule(target string) (Rule, bool) {
 	if alwaysPass[target] {
-		return
+		return Rule{}, false
 	}
 	p := systemPath(homeToTilde(strings.ReplaceAll(target, `"`, "")))
 	if rule, ok := writeTargets[p]; ok {
-		c.refuse(rule, match)
-		return
+		return rule, true
 	}
 	if isBlockDevice(p) {
-		c.refuse(RuleBlockDevice, match)
-		return
+		return RuleBlockDevice, true
 	}
 	for _, re := range c.p.denyWrite {
 		if re.MatchString(p) {
-			c.refuse(RuleDenyWrite, match)
-			return
+			return RuleDenyWrite, true
 		}
 	}
+	return Rule{}, false
 }
 
 // codeVars are variables whose value a program runs as shell code: git's ssh
@@ -313,13 +347,22 @@ func (c *checker) codeVar(name, value string, depth int) {
 	c.script(value, depth+1)
 }
 
-// parsers are reused: a parser's buffers are most of the cost of a short check.
-var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+// parsers are reused, with their reader: a parser's buffers are most of the
+// cost of a short check.
+var parsers = sync.Pool{New: func() any {
+	return &pooledParser{parser: syntax.NewParser(syntax.Variant(syntax.LangBash))}
+}}
+
+type pooledParser struct {
+	parser *syntax.Parser
+	reader strings.Reader
+}
 
 func parse(src string) (*syntax.File, error) {
-	p := parsers.Get().(*syntax.Parser)
+	p := parsers.Get().(*pooledParser)
 	defer parsers.Put(p)
-	return p.Parse(strings.NewReader(src), "")
+	p.reader.Reset(src)
+	return p.parser.Parse(&p.reader, "")
 }
 
 // stateSize measures what collect may add (variables, functions, aliases); it
@@ -339,12 +382,17 @@ func (c *checker) stateSize() int {
 // variable, a function, an alias, the positional parameters): most one-line
 // commands bind nothing, and need not be walked twice.
 func mayBind(src string) bool {
-	if strings.ContainsAny(src, "=(") {
+	if strings.IndexByte(src, '=') >= 0 || strings.IndexByte(src, '(') >= 0 {
 		return true
 	}
-	for _, w := range bindingWords {
-		if strings.Contains(src, w) {
-			return true
+	// One pass for the words, which looks only at the words a byte can start
+	// and whose second byte follows: a scan per word cost more than the rest
+	// of a short command's check. Every binding word has three bytes or more.
+	for i := 0; i+1 < len(src); i++ {
+		for _, w := range bindingWordsBy[src[i]] {
+			if src[i+1] == w[1] && strings.HasPrefix(src[i:], w) {
+				return true
+			}
 		}
 	}
 	return false
@@ -353,24 +401,26 @@ func mayBind(src string) bool {
 // bindingWords are the commands and keywords that bind without = or (.
 var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
 
+// bindingWordsBy are the binding words by their first byte.
+var bindingWordsBy = func() (by [256][]string) {
+	for _, w := range bindingWords {
+		by[w[0]] = append(by[w[0]], w)
+	}
+	return by
+}()
+
 // collect records the script's literal assignments and its self-spawning functions
 // before anything is judged, so that a use before the assignment is followed too.
+// Like the judging walk, it counts a step at every node and at the end of its
+// children, and looks into a word only if the word may hold commands.
 func (c *checker) collect(src string, f *syntax.File) {
-	walk(f, &collector{c: c, src: src})
+	w := treeWalk{c: c, src: src, collect: true}
+	w.file(f)
 }
 
-// collector is the visitor of collect. Like the judging walk, it counts a step
-// at every node and at the end of its children, and looks into a word only if
-// the word may hold commands.
-type collector struct {
-	c   *checker
-	src string
-}
-
-func (v *collector) leave() { v.c.step() }
-
-func (v *collector) enter(n syntax.Node) bool {
-	c, src := v.c, v.src
+// collectNode is collect's entry of a node it may act on; it reports whether
+// to look inside it.
+func (c *checker) collectNode(src string, n syntax.Node) bool {
 	c.step()
 	switch n := n.(type) {
 	case *syntax.Word:
@@ -436,7 +486,11 @@ func (v *collector) enter(n syntax.Node) bool {
 		}
 	case *syntax.CallExpr:
 		// read, mapfile, getopts and friends assign at run time.
-		if len(n.Args) > 1 && n.Args[0].Lit() == "set" && n.Args[1].Lit() == "--" {
+		first := ""
+		if len(n.Args) > 0 {
+			first = wordLit(n.Args[0])
+		}
+		if len(n.Args) > 1 && first == "set" && wordLit(n.Args[1]) == "--" {
 			// set -- a b c: the positional parameters, when all are static.
 			var elems []string
 			for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
@@ -450,7 +504,7 @@ func (v *collector) enter(n syntax.Node) bool {
 			}
 			c.vars.setArray("@", elems)
 		}
-		if len(n.Args) > 1 && n.Args[0].Lit() == "alias" {
+		if len(n.Args) > 1 && first == "alias" {
 			for _, a := range n.Args[1:] {
 				if v, ok := c.staticString(a); ok {
 					if name, body, ok := strings.Cut(v, "="); ok {
@@ -459,7 +513,7 @@ func (v *collector) enter(n syntax.Node) bool {
 				}
 			}
 		}
-		if len(n.Args) >= 4 && n.Args[0].Lit() == "printf" && n.Args[1].Lit() == "-v" {
+		if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
 			// printf -v x FORMAT: a format without conversions is the value.
 			name := n.Args[2].Lit()
 			if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
@@ -470,7 +524,7 @@ func (v *collector) enter(n syntax.Node) bool {
 			return true
 		}
 		if len(n.Args) > 0 {
-			switch n.Args[0].Lit() {
+			switch first {
 			case "read", "mapfile", "readarray", "getopts":
 				for _, a := range n.Args[1:] {
 					if name := a.Lit(); envName(name) {
@@ -534,6 +588,9 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	if w == nil {
 		return []string{""}
 	}
+	if len(w.Parts) == 1 {
+		return c.partValuesNoSplit(src, w.Parts[0])
+	}
 	alts := [][]segment{nil}
 	for _, part := range w.Parts {
 		if sg, ok := staticPart(part, true); ok { // as partSegments would, without its slices
@@ -550,6 +607,44 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 	}
 	out := make([]string, 0, len(alts))
 	for _, a := range alts {
+		if len(a) == 1 && !a[0].dynamic {
+			out = append(out, a[0].s)
+			continue
+		}
+		var b strings.Builder
+		for _, sg := range a {
+			if sg.dynamic {
+				return nil
+			}
+			b.WriteString(sg.s)
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// partValuesNoSplit is expandWordNoSplit of a word of one part (most
+// assignments: x=$(cmd), x="...", x=${y:-z}), without building the list of
+// alternatives a product of parts needs: the same values, from the same calls.
+func (c *checker) partValuesNoSplit(src string, part syntax.WordPart) []string {
+	if sg, ok := staticPart(part, true); ok {
+		return []string{sg.s}
+	}
+	switch p := part.(type) {
+	case *syntax.CmdSubst:
+		if text, ok := c.cmdSubstText(src, p); ok {
+			return []string{text}
+		}
+		return nil
+	case *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob:
+		return nil // partSegments: only known when the command runs
+	}
+	choices := c.partSegments(src, part, true)
+	if len(choices) > maxCandidates {
+		return nil
+	}
+	out := make([]string, 0, len(choices))
+	for _, a := range choices {
 		if len(a) == 1 && !a[0].dynamic {
 			out = append(out, a[0].s)
 			continue
@@ -603,7 +698,7 @@ func (v *selfCalls) enter(n syntax.Node) bool {
 			return false
 		}
 	case *syntax.CallExpr:
-		if len(n.Args) > 0 && n.Args[0].Lit() == v.name {
+		if len(n.Args) > 0 && wordLit(n.Args[0]) == v.name {
 			v.calls++
 			v.forkedCall = v.forkedCall || v.inFork
 		}
@@ -686,63 +781,50 @@ func (ws *walkState) setInner(b *syntax.BinaryCmd) {
 	ws.inner[b] = true
 }
 
-// walk judges every statement of a parsed script, in source order.
+// walk judges every statement of a parsed script (or of a function's body),
+// in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
-	walk(f, &judge{c: c, src: src, depth: depth})
-}
-
-// judge is the visitor of the judging walk. It stops at the first refusal.
-type judge struct {
-	c     *checker
-	src   string
-	ws    walkState
-	depth int
-}
-
-func (v *judge) enter(n syntax.Node) bool { return v.c.visit(v.src, n, &v.ws, v.depth) }
-
-func (v *judge) leave() {
-	if !v.c.done() {
-		v.c.step()
-	}
-}
-
-// visit judges one node of a walk; it reports whether to look inside it.
-func (c *checker) visit(src string, n syntax.Node, ws *walkState, depth int) bool {
-	if c.done() {
-		return false
-	}
-	c.step()
-	switch n := n.(type) {
-	case *syntax.Word:
-		return mayHoldCommands(n)
-	case *syntax.BinaryCmd:
-		if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
-			c.pipeline(src, n, ws)
-		}
+	w := treeWalk{c: c, src: src, depth: depth}
+	switch f := f.(type) {
+	case *syntax.File:
+		w.file(f)
 	case *syntax.Stmt:
-		c.redirects(src, n, ws)
-	case *syntax.CallExpr:
-		c.call(src, n, ws.ctxs[n], depth)
-	case *syntax.DeclClause: // export, declare, local, readonly, typeset
-		for _, as := range n.Args {
-			if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
-				if v, ok := c.staticString(as.Value); ok {
-					c.codeVar(as.Name.Value, v, depth)
-				}
+		w.stmt(f)
+	default:
+		panic(fmt.Sprintf("walk: unexpected root %T", f))
+	}
+}
+
+// judgeBinary, judgeStmt, judgeCall, judgeDecl and judgeLet are the judging
+// walk's actions at the nodes it acts on, after the step of their entry.
+
+func (c *checker) judgeBinary(src string, n *syntax.BinaryCmd, ws *walkState) {
+	if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !ws.inner[n] {
+		c.pipeline(src, n, ws)
+	}
+}
+
+// judgeDecl judges export, declare, local, readonly and typeset.
+func (c *checker) judgeDecl(n *syntax.DeclClause, depth int) {
+	for _, as := range n.Args {
+		if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+			if v, ok := c.staticString(as.Value); ok {
+				c.codeVar(as.Name.Value, v, depth)
 			}
 		}
-	case *syntax.LetClause:
-		for _, e := range n.Exprs {
-			c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
-		}
 	}
-	return !c.done()
+}
+
+func (c *checker) judgeLet(src string, n *syntax.LetClause, depth int) {
+	for _, e := range n.Exprs {
+		c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)
+	}
 }
 
 // pipeline records, for each stage, what flows into it.
 func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
-	stages := appendStages(nil, b.X, ws)
+	var stageBuf [8]*syntax.Stmt // most pipelines are short: no allocation for them
+	stages := appendStages(stageBuf[:0], b.X, ws)
 	stages = appendStages(stages, b.Y, ws)
 	fetched := false
 	for i, st := range stages {
@@ -757,7 +839,8 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
 			}
 			// The stage's commands read the pipe: the stage itself, or the commands
 			// of a group or subshell it is ({ sh; }, (bash)).
-			for _, call := range readers(st) {
+			var readerBuf [4]*syntax.CallExpr
+			for _, call := range readers(readerBuf[:0], st) {
 				ctx := ws.ctxs[call]
 				ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
 				ctx.stdin, ctx.stdinKnow = stdin, stdinKnow
@@ -779,35 +862,34 @@ func appendStages(stages []*syntax.Stmt, s *syntax.Stmt, ws *walkState) []*synta
 	return append(stages, s)
 }
 
-// readers returns the simple commands of a pipeline stage that read its stdin:
-// the stage's own command, or those of a group or subshell, not looking into
-// substitutions or nested pipelines.
-func readers(st *syntax.Stmt) []*syntax.CallExpr {
+// readers appends to out the simple commands of a pipeline stage that read
+// its stdin: the stage's own command, or those of a group or subshell, not
+// looking into substitutions or nested pipelines.
+func readers(out []*syntax.CallExpr, st *syntax.Stmt) []*syntax.CallExpr {
 	switch cmd := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		out := []*syntax.CallExpr{cmd}
+		out = append(out, cmd)
 		// tee >(sh): the commands of an output process substitution read
 		// what the stage writes to it, which is the pipe's text.
 		for _, w := range cmd.Args {
 			for _, part := range w.Parts {
 				if ps, ok := part.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
-					out = append(out, readersOf(ps.Stmts)...)
+					out = readersOf(out, ps.Stmts)
 				}
 			}
 		}
 		return out
 	case *syntax.Block:
-		return readersOf(cmd.Stmts)
+		return readersOf(out, cmd.Stmts)
 	case *syntax.Subshell:
-		return readersOf(cmd.Stmts)
+		return readersOf(out, cmd.Stmts)
 	}
-	return nil
+	return out
 }
 
-func readersOf(stmts []*syntax.Stmt) []*syntax.CallExpr {
-	var out []*syntax.CallExpr
+func readersOf(out []*syntax.CallExpr, stmts []*syntax.Stmt) []*syntax.CallExpr {
 	for _, s := range stmts {
-		out = append(out, readers(s)...)
+		out = readers(out, s)
 	}
 	return out
 }
@@ -996,10 +1078,65 @@ func ifsFields(text string) []string {
 }
 
 // fetches reports whether a statement downloads: curl or wget anywhere in it.
-func (c *checker) fetches(src string, n syntax.Node) bool {
-	v := &fetchFinder{c: c, src: src}
-	walk(n, v)
-	return v.found
+func (c *checker) fetches(src string, st *syntax.Stmt) bool {
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok && onlyCall(call, st.Redirs) {
+		// The walk below would find the call and nothing else that holds a
+		// command: judge the call alone, without the walk.
+		return c.callFetches(src, call)
+	}
+	v := &c.finder // the checker's own, rather than one allocated per stage
+	if v.c != nil {
+		v = &fetchFinder{} // in use: cannot happen (nothing under a fetches looks for another), but cheap to be sure of
+	}
+	*v = fetchFinder{c: c, src: src}
+	walk(st, v)
+	found := v.found
+	*v = fetchFinder{}
+	return found
+}
+
+// onlyCall reports whether a statement of call with redirs holds no command
+// but call: none of its words may hold one (mayHoldCommands, the test the
+// walks look inside a word by), and no assignment has an index or an array.
+func onlyCall(call *syntax.CallExpr, redirs []*syntax.Redirect) bool {
+	for _, as := range call.Assigns {
+		if as.Index != nil || as.Array != nil || as.Value != nil && mayHoldCommands(as.Value) {
+			return false
+		}
+	}
+	for _, w := range call.Args {
+		if mayHoldCommands(w) {
+			return false
+		}
+	}
+	for _, r := range redirs {
+		if mayHoldCommands(r.Word) || r.Hdoc != nil && mayHoldCommands(r.Hdoc) {
+			return false
+		}
+	}
+	return true
+}
+
+// callFetches reports whether a simple command downloads: it runs curl or
+// wget, possibly through wrappers, in one of its readings.
+func (c *checker) callFetches(src string, call *syntax.CallExpr) bool {
+	found := false
+	for _, argv := range c.callArgs(src, call, true) {
+		if len(argv) == 0 {
+			continue
+		}
+		name := commandName(argv[0].s)
+		if !argv[0].dynamic && kindOf(name)&kindWrapper != 0 {
+			if argv = c.unwrapQuiet(argv); len(argv) == 0 {
+				continue
+			}
+			name = commandName(argv[0].s)
+		}
+		if isFetcher(name) {
+			found = true
+		}
+	}
+	return found
 }
 
 // fetchFinder is the visitor of fetches.
@@ -1017,16 +1154,7 @@ func (v *fetchFinder) enter(n syntax.Node) bool {
 	case *syntax.Word:
 		return mayHoldCommands(n)
 	case *syntax.CallExpr:
-		for _, argv := range v.c.callArgs(v.src, n, true) {
-			if len(argv) > 0 && !argv[0].dynamic {
-				if _, wrapped := wrappers[commandName(argv[0].s)]; wrapped {
-					argv = v.c.unwrapQuiet(argv)
-				}
-			}
-			if len(argv) > 0 && isFetcher(commandName(argv[0].s)) {
-				v.found = true
-			}
-		}
+		v.found = v.c.callFetches(v.src, n)
 	}
 	return !v.found
 }
@@ -1057,7 +1185,7 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 			ws.setCtx(call, ctx)
 			continue
 		case syntax.DplOut, syntax.DplIn:
-			if fd := r.Word.Lit(); fd == "-" || isDigits(strings.TrimSuffix(fd, "-")) {
+			if fd := wordLit(r.Word); fd == "-" || isDigits(strings.TrimSuffix(fd, "-")) {
 				continue // >&2, <&0, >&-: file descriptors, not paths
 			}
 		}
@@ -1085,12 +1213,13 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 			}
 			continue
 		}
+		match := r.Op.String() + " " + target
 		if r.Op != syntax.RdrIn {
-			if c.writeTo(target, r.Op.String()+" "+target); c.done() {
+			if c.writeTo(target, match); c.done() {
 				return
 			}
 		}
-		c.checkPath(target, r.Op.String()+" "+target)
+		c.checkPath(target, match)
 	}
 }
 
@@ -1138,6 +1267,9 @@ func (c *checker) callArgs(src string, call *syntax.CallExpr, keep bool) [][]wor
 // the walk need not look inside plain words.
 func mayHoldCommands(w *syntax.Word) bool {
 	for _, part := range w.Parts {
+		if _, ok := part.(*syntax.Lit); ok {
+			continue // the common part, without a call
+		}
 		if partMayHoldCommands(part) {
 			return true
 		}
@@ -1287,6 +1419,20 @@ func (c *checker) simpleWord(src string, w *syntax.Word) (word, bool) {
 	return out, true
 }
 
+// asciiSpace are the ASCII bytes strings.TrimSpace trims.
+var asciiSpace = newByteSet("\t\n\v\f\r ")
+
+// wordLit is w.Lit(), without its call for the common word of one part.
+func wordLit(w *syntax.Word) string {
+	if len(w.Parts) == 1 {
+		if lit, ok := w.Parts[0].(*syntax.Lit); ok {
+			return lit.Value
+		}
+		return ""
+	}
+	return w.Lit()
+}
+
 func plainWord(w *syntax.Word) (string, bool) {
 	if len(w.Parts) != 1 {
 		return "", false
@@ -1303,7 +1449,9 @@ func plainWord(w *syntax.Word) (string, bool) {
 // commandName normalises a program name: its base name, as the kernel would find
 // it on PATH or at the path given.
 func commandName(s string) string {
-	s = strings.TrimSpace(s)
+	if n := len(s); n > 0 && (asciiSpace[s[0]] || s[0] >= utf8.RuneSelf || asciiSpace[s[n-1]] || s[n-1] >= utf8.RuneSelf) {
+		s = strings.TrimSpace(s) // only what can start or end with white space: nearly no name does
+	}
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
 		s = s[i+1:]
 	}

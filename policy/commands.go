@@ -32,6 +32,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		extra = !ctx.stdinKnow
 	}
 	name := commandName(argv[0].s)
+	kind := kindOf(name)
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
 		c.trace = append(c.trace, Step{Command: match.String()})
@@ -52,13 +53,15 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.refuse(RuleDynamicCommand, match.String())
 			return
 		}
-		c.operatorDeny("", match.String(), nil)
+		if c.p.operatorDenies() {
+			c.operatorDeny("", match.String(), nil)
+		}
 		return
 	}
 	if excused || len(c.p.allowPatterns) > 0 && c.allowed(match.String()) {
 		// An allow pattern excuses this command only; the scripts it nests are
 		// still judged.
-		c.nested(name, argv, ctx, depth)
+		c.nested(name, kind, argv, ctx, depth)
 		return
 	}
 	switch name {
@@ -69,15 +72,16 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	case "hash":
 		c.hash(argv[1:])
 	}
-	if _, isFunc := c.funcs[name]; !isFunc || c.bombs[name] {
+	f, isFunc := c.funcs[name]
+	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
-		c.builtinRules(name, argv, extra, ctx, match)
+		c.builtinRules(name, kind, argv, extra, ctx, match)
 	}
 	if c.done() {
 		return
 	}
-	if f, ok := c.funcs[name]; ok && len(argv) > 1 && !c.inCall[name] {
+	if isFunc && len(argv) > 1 && !c.inCall[name] {
 		// f /: judge f's body again with its arguments bound.
 		c.inCall[name] = true
 		c.bindArgs(name, argv[1:])
@@ -95,7 +99,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			return
 		}
 	}
-	c.nested(name, argv, ctx, depth)
+	c.nested(name, kind, argv, ctx, depth)
 	if c.done() {
 		return
 	}
@@ -103,7 +107,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.refuse(RuleInlineCode, match.String())
 		return
 	}
-	if len(c.p.denyPrograms) > 0 || len(c.p.denyPatterns) > 0 {
+	if c.p.operatorDenies() {
 		c.operatorDeny(name, match.String(), argv[1:])
 		if c.done() {
 			return
@@ -257,11 +261,11 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			argv = []word{{s: "sh"}, {s: "-c"}, script}
 			continue
 		}
-		w, isWrapper := wrappers[name]
-		if !isWrapper {
+		if kindOf(name)&kindWrapper == 0 {
 			return argv, extra, excused, true
 		}
-		if c.allowed(strings.TrimSpace(name + " " + joinWords(argv[1:]))) {
+		w := wrappers[name]
+		if len(c.p.allowPatterns) > 0 && c.allowed(strings.TrimSpace(name+" "+joinWords(argv[1:]))) {
 			return argv, extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
@@ -270,9 +274,10 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
 			return nil, false, false, false
 		}
-		c.operatorDeny(name, joinWords(argv), argv[1:])
-		if c.done() {
-			return nil, false, false, false
+		if c.p.operatorDenies() {
+			if c.operatorDeny(name, joinWords(argv), argv[1:]); c.done() {
+				return nil, false, false, false
+			}
 		}
 		rest := argv[1:]
 		if name == "busybox" || name == "toybox" {
@@ -514,14 +519,67 @@ var interpreters = map[string]string{
 	"node": "epr", "nodejs": "epr", "php": "rfBRFEdcz", "lua": "el", "tclsh": "", "awk": "fv",
 }
 
+// nameKind is what the tables above (and privilegeRunners) say of a program
+// name, so that a command looks its name up once instead of once a table:
+// those lookups were a tenth of judging a simple command.
+type nameKind uint8
+
+const (
+	kindWrapper     nameKind = 1 << iota // in wrappers
+	kindShell                            // shells[name]
+	kindInterpreter                      // interpreters[name] != ""
+	kindPrivilege                        // privilegeRunners[name]
+)
+
+var nameKinds = func() map[string]nameKind {
+	kinds := map[string]nameKind{}
+	for name := range wrappers {
+		kinds[name] |= kindWrapper
+	}
+	for name, ok := range shells {
+		if ok {
+			kinds[name] |= kindShell
+		}
+	}
+	for name, opts := range interpreters {
+		if opts != "" {
+			kinds[name] |= kindInterpreter
+		}
+	}
+	for name, ok := range privilegeRunners {
+		if ok {
+			kinds[name] |= kindPrivilege
+		}
+	}
+	return kinds
+}()
+
+// kindFilter holds, for each length (modulo 32) and first byte, whether a
+// name in nameKinds has them: most names have no kind, and hashing them was
+// most of their lookup.
+var kindFilter = func() (filter [32][256]bool) {
+	for name := range nameKinds {
+		filter[len(name)%32][name[0]] = true
+	}
+	return filter
+}()
+
+// kindOf is nameKinds[name].
+func kindOf(name string) nameKind {
+	if name == "" || !kindFilter[len(name)%32][name[0]] {
+		return 0
+	}
+	return nameKinds[name]
+}
+
 func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
 
 // nested recurses into the scripts a command runs: sh -c, eval, trap, find -exec,
 // xargs, and shells fed a here-document or piped text.
-func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
+func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext, depth int) {
 	args := argv[1:]
 	switch {
-	case shells[name]:
+	case kind&kindShell != 0:
 		script, mode := shellScript(args)
 		switch mode {
 		case "c":
@@ -624,7 +682,7 @@ func (c *checker) nested(name string, argv []word, ctx cmdContext, depth int) {
 				i = j
 			}
 		}
-	case interpreters[name] != "" || name == "tclsh":
+	case kind&kindInterpreter != 0 || name == "tclsh":
 		for i, a := range args {
 			// python3 -c "$(curl ...)", perl -e "$(wget ...)": fetched code.
 			if len(a.s) == 2 && a.s[0] == '-' && strings.IndexByte(interpreters[name], a.s[1]) >= 0 &&
@@ -934,6 +992,10 @@ func (c *checker) denyPatterns(text string) {
 		}
 	}
 }
+
+// operatorDenies reports whether the operator denies any program or pattern:
+// without, operatorDeny does nothing, and its match text need not be built.
+func (p *Policy) operatorDenies() bool { return len(p.denyPrograms) > 0 || len(p.denyPatterns) > 0 }
 
 // operatorDeny applies the operator's deny programs and patterns.
 func (c *checker) operatorDeny(name, match string, args []word) {

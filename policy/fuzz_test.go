@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"flag"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -277,13 +278,32 @@ func fuzzSeeds() []string {
 
 // ---- fuzz targets -------------------------------------------------------------
 
+// maxFuzzedSeed bounds the seeds a fuzzing run (-fuzz) starts from. When a
+// mutation of a seed finds new coverage, the fuzzer minimizes it byte by byte
+// for up to a minute (-fuzzminimizetime), and a worker that minimizes runs
+// nothing else: the hostile seeds that nest hundreds of levels deep or run to
+// hundreds of kilobytes, and the corpus's longest scripts (2 KB), kept both
+// workers minimizing for most of a minute, at 0 execs/sec. Without -fuzz (go
+// test) every seed still runs, as a test of its own.
+const maxFuzzedSeed = 256
+
+// addSeeds adds seeds to f, leaving out those over maxFuzzedSeed bytes while
+// fuzzing.
+func addSeeds(f *testing.F, seeds []string) {
+	fuzzing := false
+	if fl := flag.Lookup("test.fuzz"); fl != nil {
+		fuzzing = fl.Value.String() != ""
+	}
+	for _, s := range seeds {
+		if !fuzzing || len(s) <= maxFuzzedSeed {
+			f.Add(s)
+		}
+	}
+}
+
 func FuzzCheck(f *testing.F) {
-	for _, s := range fuzzSeeds() {
-		f.Add(s)
-	}
-	for _, c := range loadAgentCommands(f) {
-		f.Add(c)
-	}
+	addSeeds(f, fuzzSeeds())
+	addSeeds(f, loadAgentCommands(f))
 	pols := fuzzPolicies(f)
 	f.Fuzz(func(t *testing.T, input string) {
 		checkInvariants(t, pols, input, func(p *policy.Policy) policy.Decision { return p.Check(input) })
@@ -292,7 +312,7 @@ func FuzzCheck(f *testing.F) {
 
 // FuzzCheckArgv judges the fuzz input split on NUL as an argv.
 func FuzzCheckArgv(f *testing.F) {
-	for _, s := range []string{
+	addSeeds(f, []string{
 		"rm\x00-rf\x00/", "/bin/rm\x00-rf\x00/", "sh\x00-c\x00rm -rf /", "bash\x00-c\x00" + nestShDQ("rm -rf /", 17),
 		"env\x00-S\x00rm -rf /", "env\x00-i\x00FOO=1\x00sudo\x00id", "xargs\x00rm\x00-rf", "find\x00/\x00-delete",
 		"eval\x00" + strings.Repeat("eval\x00", 200) + "rm\x00-rf\x00/", "", "\x00", "\x00\x00\x00",
@@ -300,12 +320,12 @@ func FuzzCheckArgv(f *testing.F) {
 		"sh\x00-c", "sh\x00-c\x00", "env\x00-S", "timeout", "nice\x00-n", "echo\x00$(rm -rf /)",
 		"{rm,-rf,/}", strings.Repeat("{a,b}{c,d}", 30), "\xff\xfe\x00-rf\x00/", "cat\x00/etc/passwd",
 		"cat\x00../../etc/passwd", "git\x00push\x00--force", strings.Repeat("a\x00", 20_000),
-	} {
-		f.Add(s)
-	}
+	})
+	var argvs []string
 	for _, c := range loadAgentCommands(f) {
-		f.Add(strings.Join(strings.Fields(c), "\x00"))
+		argvs = append(argvs, strings.Join(strings.Fields(c), "\x00"))
 	}
+	addSeeds(f, argvs)
 	pols := fuzzPolicies(f)
 	f.Fuzz(func(t *testing.T, input string) {
 		argv := strings.Split(input, "\x00")

@@ -209,3 +209,522 @@ func walkList[N syntax.Node](list []N, v visitor) {
 		walk(n, v)
 	}
 }
+
+// treeWalk is walk specialised for the two walks of every script, collect's
+// and the judging one, which were most of the time a check spends beyond the
+// parse (docs/policy.md, Speed). It visits the same nodes in the same order
+// as walk with the collector or judge visitor, counting the same steps at the
+// same points and stopping where they stop, but as a recursion over concrete
+// types: no call through the visitor interface at every node and its end, no
+// conversion of each child from its own interface (Command, WordPart, ...) to
+// syntax.Node, and a node without anything to collect or judge costs only
+// its steps.
+type treeWalk struct {
+	c       *checker
+	src     string
+	collect bool // collect's walk (collectNode); otherwise the judging walk (redirects, call, judgeBinary, ...)
+	ws      walkState
+	depth   int
+}
+
+// enterPlain is what both visitors do on entering a node that neither acts
+// on: collect counts a step, the judging walk counts one unless it is done,
+// and both look inside unless the check is done.
+func (w *treeWalk) enterPlain() bool {
+	c := w.c
+	if !w.collect && c.done() {
+		return false
+	}
+	c.step()
+	return !c.done()
+}
+
+// enterWord is both visitors' entry of a word: a step, and a look inside
+// only if it may hold commands.
+func (w *treeWalk) enterWord(x *syntax.Word) bool {
+	c := w.c
+	if !w.collect && c.done() {
+		return false
+	}
+	c.step()
+	return mayHoldCommands(x)
+}
+
+// enterCollect enters a node that only collect acts on.
+func (w *treeWalk) enterCollect(n syntax.Node) bool {
+	if w.collect {
+		return w.c.collectNode(w.src, n)
+	}
+	return w.enterPlain()
+}
+
+// enterJudge is the judging walk's entry of a node it acts on: nothing once
+// the check is done, else a step, before the node's action (the node is
+// then looked inside unless the action ended the check). Collect enters the
+// node as any other.
+func (w *treeWalk) enterJudge() bool {
+	c := w.c
+	if c.done() {
+		return false
+	}
+	c.step()
+	return true
+}
+
+// leave is both visitors' leave: collect counts a step, the judging walk
+// counts one unless it is done.
+func (w *treeWalk) leave() {
+	if w.collect || !w.c.done() {
+		w.c.step()
+	}
+}
+
+func (w *treeWalk) file(n *syntax.File) {
+	if !w.enterPlain() {
+		return
+	}
+	w.stmts(n.Stmts)
+	w.leave()
+}
+
+func (w *treeWalk) stmts(list []*syntax.Stmt) {
+	for _, s := range list {
+		w.stmt(s)
+	}
+}
+
+func (w *treeWalk) stmt(n *syntax.Stmt) {
+	if w.collect {
+		if !w.enterPlain() {
+			return
+		}
+	} else {
+		if !w.enterJudge() {
+			return
+		}
+		if w.c.redirects(w.src, n, &w.ws); w.c.done() {
+			return
+		}
+	}
+	if n.Cmd != nil {
+		w.command(n.Cmd)
+	}
+	for _, r := range n.Redirs {
+		w.redirect(r)
+	}
+	w.leave()
+}
+
+func (w *treeWalk) redirect(n *syntax.Redirect) {
+	if !w.enterPlain() {
+		return
+	}
+	if n.N != nil {
+		w.lit(n.N)
+	}
+	w.word(n.Word)
+	if n.Hdoc != nil {
+		w.word(n.Hdoc)
+	}
+	w.leave()
+}
+
+func (w *treeWalk) assign(n *syntax.Assign) {
+	if !w.enterCollect(n) {
+		return
+	}
+	if n.Name != nil {
+		w.lit(n.Name)
+	}
+	if n.Value != nil {
+		w.word(n.Value)
+	}
+	if n.Index != nil {
+		w.arithm(n.Index)
+	}
+	if n.Array != nil {
+		w.arrayExpr(n.Array)
+	}
+	w.leave()
+}
+
+func (w *treeWalk) command(n syntax.Command) {
+	switch n := n.(type) {
+	case *syntax.CallExpr:
+		if w.collect {
+			if !w.c.collectNode(w.src, n) {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.call(w.src, n, w.ws.ctxs[n], w.depth); w.c.done() {
+				return
+			}
+		}
+		for _, a := range n.Assigns {
+			w.assign(a)
+		}
+		w.words(n.Args)
+	case *syntax.Subshell:
+		if !w.enterPlain() {
+			return
+		}
+		w.stmts(n.Stmts)
+	case *syntax.Block:
+		if !w.enterPlain() {
+			return
+		}
+		w.stmts(n.Stmts)
+	case *syntax.IfClause:
+		w.ifClause(n)
+		return
+	case *syntax.WhileClause:
+		if !w.enterPlain() {
+			return
+		}
+		w.stmts(n.Cond)
+		w.stmts(n.Do)
+	case *syntax.ForClause:
+		if !w.enterCollect(n) {
+			return
+		}
+		w.loop(n.Loop)
+		w.stmts(n.Do)
+	case *syntax.BinaryCmd:
+		if w.collect {
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeBinary(w.src, n, &w.ws); w.c.done() {
+				return
+			}
+		}
+		w.stmt(n.X)
+		w.stmt(n.Y)
+	case *syntax.FuncDecl:
+		if !w.enterCollect(n) {
+			return
+		}
+		if n.Name != nil {
+			w.lit(n.Name)
+		}
+		for _, l := range n.Names {
+			w.lit(l)
+		}
+		w.stmt(n.Body)
+	case *syntax.ArithmCmd:
+		if !w.enterPlain() {
+			return
+		}
+		w.arithm(n.X)
+	case *syntax.CaseClause:
+		if !w.enterPlain() {
+			return
+		}
+		w.word(n.Word)
+		for _, it := range n.Items {
+			w.caseItem(it)
+		}
+	case *syntax.TestClause:
+		if !w.enterPlain() {
+			return
+		}
+		w.test(n.X)
+	case *syntax.DeclClause:
+		if w.collect {
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeDecl(n, w.depth); w.c.done() {
+				return
+			}
+		}
+		for _, a := range n.Args {
+			w.assign(a)
+		}
+	case *syntax.LetClause:
+		if w.collect {
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeLet(w.src, n, w.depth); w.c.done() {
+				return
+			}
+		}
+		for _, x := range n.Exprs {
+			w.arithm(x)
+		}
+	case *syntax.TimeClause:
+		if !w.enterPlain() {
+			return
+		}
+		if n.Stmt != nil {
+			w.stmt(n.Stmt)
+		}
+	case *syntax.CoprocClause:
+		if !w.enterPlain() {
+			return
+		}
+		if n.Name != nil {
+			w.word(n.Name)
+		}
+		w.stmt(n.Stmt)
+	case *syntax.TestDecl:
+		if !w.enterPlain() {
+			return
+		}
+		w.word(n.Description)
+		w.stmt(n.Body)
+	default:
+		panic(fmt.Sprintf("walk: unexpected node type %T", n))
+	}
+	w.leave()
+}
+
+func (w *treeWalk) ifClause(n *syntax.IfClause) {
+	if !w.enterPlain() {
+		return
+	}
+	w.stmts(n.Cond)
+	w.stmts(n.Then)
+	if n.Else != nil {
+		w.ifClause(n.Else)
+	}
+	w.leave()
+}
+
+func (w *treeWalk) caseItem(n *syntax.CaseItem) {
+	if !w.enterPlain() {
+		return
+	}
+	w.words(n.Patterns)
+	w.stmts(n.Stmts)
+	w.leave()
+}
+
+func (w *treeWalk) loop(n syntax.Loop) {
+	switch n := n.(type) {
+	case *syntax.WordIter:
+		if !w.enterPlain() {
+			return
+		}
+		w.lit(n.Name)
+		w.words(n.Items)
+	case *syntax.CStyleLoop:
+		if !w.enterPlain() {
+			return
+		}
+		if n.Init != nil {
+			w.arithm(n.Init)
+		}
+		if n.Cond != nil {
+			w.arithm(n.Cond)
+		}
+		if n.Post != nil {
+			w.arithm(n.Post)
+		}
+	default:
+		panic(fmt.Sprintf("walk: unexpected node type %T", n))
+	}
+	w.leave()
+}
+
+func (w *treeWalk) words(list []*syntax.Word) {
+	for _, x := range list {
+		w.word(x)
+	}
+}
+
+func (w *treeWalk) word(n *syntax.Word) {
+	if !w.enterWord(n) {
+		return
+	}
+	w.wordParts(n.Parts)
+	w.leave()
+}
+
+// lit is a leaf: its entry, and its leave if the entry lets it through.
+func (w *treeWalk) lit(*syntax.Lit) {
+	if w.enterPlain() {
+		w.leave()
+	}
+}
+
+func (w *treeWalk) wordParts(list []syntax.WordPart) {
+	for _, p := range list {
+		w.wordPart(p)
+	}
+}
+
+func (w *treeWalk) wordPart(n syntax.WordPart) {
+	switch n := n.(type) {
+	case *syntax.Lit, *syntax.SglQuoted:
+		if !w.enterPlain() {
+			return
+		}
+	case *syntax.DblQuoted:
+		if !w.enterPlain() {
+			return
+		}
+		w.wordParts(n.Parts)
+	case *syntax.CmdSubst:
+		if !w.enterPlain() {
+			return
+		}
+		w.stmts(n.Stmts)
+	case *syntax.ParamExp:
+		w.paramExp(n)
+		return
+	case *syntax.ArithmExp:
+		if !w.enterPlain() {
+			return
+		}
+		w.arithm(n.X)
+	case *syntax.ExtGlob:
+		if !w.enterPlain() {
+			return
+		}
+		w.lit(n.Pattern)
+	case *syntax.ProcSubst:
+		if !w.enterPlain() {
+			return
+		}
+		w.stmts(n.Stmts)
+	default:
+		panic(fmt.Sprintf("walk: unexpected node type %T", n))
+	}
+	w.leave()
+}
+
+func (w *treeWalk) paramExp(n *syntax.ParamExp) {
+	if !w.enterCollect(n) {
+		return
+	}
+	if n.Flags != nil {
+		w.lit(n.Flags)
+	}
+	if n.Param != nil {
+		w.lit(n.Param)
+	}
+	if n.NestedParam != nil {
+		w.wordPart(n.NestedParam)
+	}
+	if n.Index != nil {
+		w.arithm(n.Index)
+	}
+	if n.Slice != nil {
+		if n.Slice.Offset != nil {
+			w.arithm(n.Slice.Offset)
+		}
+		if n.Slice.Length != nil {
+			w.arithm(n.Slice.Length)
+		}
+	}
+	if n.Repl != nil {
+		if n.Repl.Orig != nil {
+			w.word(n.Repl.Orig)
+		}
+		if n.Repl.With != nil {
+			w.word(n.Repl.With)
+		}
+	}
+	if n.Exp != nil && n.Exp.Word != nil {
+		w.word(n.Exp.Word)
+	}
+	w.leave()
+}
+
+func (w *treeWalk) arithm(n syntax.ArithmExpr) {
+	switch n := n.(type) {
+	case *syntax.Word:
+		w.word(n)
+		return
+	case *syntax.BinaryArithm:
+		if !w.enterPlain() {
+			return
+		}
+		w.arithm(n.X)
+		w.arithm(n.Y)
+	case *syntax.UnaryArithm:
+		if !w.enterPlain() {
+			return
+		}
+		w.arithm(n.X)
+	case *syntax.ParenArithm:
+		if !w.enterPlain() {
+			return
+		}
+		w.arithm(n.X)
+	case *syntax.FlagsArithm:
+		if !w.enterPlain() {
+			return
+		}
+		w.lit(n.Flags)
+		if n.X != nil {
+			w.arithm(n.X)
+		}
+	default:
+		panic(fmt.Sprintf("walk: unexpected node type %T", n))
+	}
+	w.leave()
+}
+
+func (w *treeWalk) test(n syntax.TestExpr) {
+	switch n := n.(type) {
+	case *syntax.Word:
+		w.word(n)
+		return
+	case *syntax.BinaryTest:
+		if !w.enterPlain() {
+			return
+		}
+		w.test(n.X)
+		w.test(n.Y)
+	case *syntax.UnaryTest:
+		if !w.enterPlain() {
+			return
+		}
+		w.test(n.X)
+	case *syntax.ParenTest:
+		if !w.enterPlain() {
+			return
+		}
+		w.test(n.X)
+	default:
+		panic(fmt.Sprintf("walk: unexpected node type %T", n))
+	}
+	w.leave()
+}
+
+func (w *treeWalk) arrayExpr(n *syntax.ArrayExpr) {
+	if !w.enterPlain() {
+		return
+	}
+	for _, el := range n.Elems {
+		if !w.enterPlain() {
+			continue
+		}
+		if el.Index != nil {
+			w.arithm(el.Index)
+		}
+		if el.Value != nil {
+			w.word(el.Value)
+		}
+		w.leave()
+	}
+	w.leave()
+}

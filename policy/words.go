@@ -114,6 +114,9 @@ func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
 	if s, ok := plainWord(w); ok { // the common case: one plain literal or quoted string
 		return [][]word{{{s: s}}}
 	}
+	if !hasBrace(w) {
+		return c.expandOne(src, w) // what SplitBraces would find: nothing, without copying the word
+	}
 	orig := w
 	split := *w // SplitBraces rewrites its word; the tree is still walked after this
 	w = &split
@@ -131,6 +134,17 @@ func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
 		fields = append(fields, alts[0]...) // braces and variables together: the first reading
 	}
 	return [][]word{fields}
+}
+
+// hasBrace reports whether a literal part of w holds a brace, the test
+// syntax.SplitBraces starts with: without one it changes nothing.
+func hasBrace(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		if lit, ok := part.(*syntax.Lit); ok && strings.IndexByte(lit.Value, '{') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // braceCount is how many words a brace expansion would make, without making them.
@@ -183,6 +197,10 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 		choices := c.partSegments(src, part, false)
 		if len(alts)*len(choices) > maxWordAlts {
 			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
+		}
+		if len(w.Parts) == 1 {
+			alts = choices // what product would copy them into; splitFields only reads them
+			continue
 		}
 		alts = product(alts, choices)
 	}
@@ -304,8 +322,12 @@ func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 	switch p := part.(type) {
 	case *syntax.ParamExp:
 		if p.Param != nil {
-			if info := c.vars[p.Param.Value]; info != nil && info.overflow {
+			info := c.vars[p.Param.Value]
+			if info != nil && info.overflow {
 				return false // partSegments refuses it as too complex
+			}
+			if info == nil && p.Exp == nil && p.Param.Value != "*" && p.Param.Value != "IFS" {
+				return true // never bound by the script: arrayElems and paramValues find nothing
 			}
 		}
 		if _, ok := c.arrayElems(p); ok {
@@ -323,7 +345,7 @@ func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 	case *syntax.CmdSubst:
 		if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
 			if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-				switch commandName(call.Args[0].Lit()) {
+				switch commandName(wordLit(call.Args[0])) {
 				case "echo", "printf":
 					return false // perhaps a literal echo: partSegments decides
 				}
@@ -361,11 +383,23 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			if len(alts)*len(choices) > maxWordAlts {
 				return [][]segment{{{s: sourceOf(src, p), dynamic: true}}}
 			}
+			if len(p.Parts) == 1 {
+				alts = choices // "$x": what product would copy them into; the join below only reads them
+				continue
+			}
 			alts = product(alts, choices)
 		}
 		// A quoted part is one piece of text: join, never split.
 		out := make([][]segment, 0, len(alts))
 		for _, a := range alts {
+			if len(a) == 1 && !a[0].brk { // one piece already: what the join would make of it
+				if a[0].dynamic {
+					out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
+				} else {
+					out = append(out, []segment{{s: a[0].s}})
+				}
+				continue
+			}
 			var b strings.Builder
 			dyn := false
 			var segs []segment
@@ -409,18 +443,26 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			return out
 		}
 	case *syntax.CmdSubst:
-		// $(echo rm): the output of a literal echo or printf is known.
-		if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
-			if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok {
-				if text, ok := c.literalOutput(src, call); ok {
-					return [][]segment{{{s: strings.Join(text, " "), split: !quoted}}}
-				}
-			}
+		if text, ok := c.cmdSubstText(src, p); ok {
+			return [][]segment{{{s: text, split: !quoted}}}
 		}
 	}
 	// Other command and arithmetic substitutions, process substitution, extended
 	// globs, unknown parameters: only known when the command runs.
 	return [][]segment{{{s: sourceOf(src, part), dynamic: true}}}
+}
+
+// cmdSubstText is the output of a command substitution when it is known:
+// $(echo rm), the output of a literal echo or printf.
+func (c *checker) cmdSubstText(src string, p *syntax.CmdSubst) (string, bool) {
+	if len(p.Stmts) == 1 && len(p.Stmts[0].Redirs) == 0 {
+		if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok {
+			if text, ok := c.literalOutput(src, call); ok {
+				return strings.Join(text, " "), true
+			}
+		}
+	}
+	return "", false
 }
 
 // paramValues resolves $name, ${name} and ${name:-default} from the script's own
