@@ -174,6 +174,7 @@ func (b *bench) pool(ctx context.Context, w *tabwriter.Writer) error {
 		}
 	}
 	fill := time.Since(t0)
+	time.Sleep(time.Second) // the last starts' inits warm themselves
 	lat, err := burstOf(ctx, burst, 8, burstPool/8)
 	if err != nil {
 		return err
