@@ -290,10 +290,10 @@ func (p *pool) dropWorkspace(id string) {
 // refill starts sandboxes for key in the background until it has its size.
 //
 // A container's start takes the engine's and the host's CPU from the runs in
-// flight: while any is, a pool that still has a quarter of its size idle (or
-// starting) waits, and release refills it when the last run ends. A burst
-// within the pool's size is then served without a start beside it, and a pool
-// running low refills at once.
+// flight: while any is, a pool that still has a sandbox idle (or starting)
+// waits, and release refills it when the last run ends. A burst within the
+// pool's size is then served without a start beside it, and a pool that ran
+// dry refills at once (a miss takes a start under way: await).
 func (p *pool) refill(key PoolKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -301,7 +301,7 @@ func (p *pool) refill(key PoolKey) {
 	if ent == nil || p.ctx.Err() != nil {
 		return
 	}
-	if p.inflight > 0 && len(ent.idle)+ent.filling >= max(1, ent.size/4) {
+	if p.inflight > 0 && len(ent.idle)+ent.filling > 0 {
 		return
 	}
 	for ; len(ent.idle)+ent.filling < ent.size; ent.filling++ {
