@@ -605,6 +605,12 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 		}
 		alts = product(alts, choices)
 	}
+	return joinAlternatives(alts)
+}
+
+// joinAlternatives joins each alternative's segments into one value, or
+// returns nil when any segment is only known at run time.
+func joinAlternatives(alts [][]segment) []string {
 	out := make([]string, 0, len(alts))
 	for _, a := range alts {
 		if len(a) == 1 && !a[0].dynamic {
@@ -643,22 +649,7 @@ func (c *checker) partValuesNoSplit(src string, part syntax.WordPart) []string {
 	if len(choices) > maxCandidates {
 		return nil
 	}
-	out := make([]string, 0, len(choices))
-	for _, a := range choices {
-		if len(a) == 1 && !a[0].dynamic {
-			out = append(out, a[0].s)
-			continue
-		}
-		var b strings.Builder
-		for _, sg := range a {
-			if sg.dynamic {
-				return nil
-			}
-			b.WriteString(sg.s)
-		}
-		out = append(out, b.String())
-	}
-	return out
+	return joinAlternatives(choices)
 }
 
 // spawnsItself reports whether a function body calls the function in a pipeline,
