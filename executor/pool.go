@@ -435,21 +435,7 @@ func (p *pool) workspaceTenant(ctx context.Context, id string) string {
 // later is removed by force.
 func (p *pool) retire(sb *sandbox) {
 	p.wg.Go(func() {
-		for deadline := time.Now().Add(retireDelay); time.Now().Before(deadline); {
-			p.mu.Lock()
-			busy := p.inflight > 0
-			p.mu.Unlock()
-			if !busy {
-				break
-			}
-			select {
-			case <-sb.exited:
-			case <-p.ctx.Done():
-			case <-time.After(20 * time.Millisecond):
-				continue
-			}
-			break
-		}
+		p.quiet(sb.exited)
 		ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 		p.e.eng.Kill(ctx, sb.containerID, "SIGTERM") // an init that already went: no matter
 		cancel()
@@ -460,6 +446,29 @@ func (p *pool) retire(sb *sandbox) {
 			p.e.discard(context.Background(), sb.containerID)
 		}
 	})
+}
+
+// quiet waits until no run is in flight, at most retireDelay, or until done
+// closes or the pool does.
+func (p *pool) quiet(done <-chan struct{}) {
+	deadline := time.After(retireDelay)
+	for {
+		p.mu.Lock()
+		busy := p.inflight > 0
+		p.mu.Unlock()
+		if !busy {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-p.ctx.Done():
+			return
+		case <-deadline:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 const (
