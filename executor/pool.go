@@ -63,6 +63,9 @@ type pool struct {
 	// are in flight, a pool with a quarter of its size or more idle defers its
 	// refills to the moment none is (see refill).
 	inflight int
+	// retiring counts, by workspace, the used sandboxes on it not yet gone: a
+	// workspace is removed only after them (dropWorkspace).
+	retiring map[string]int
 }
 
 type poolEntry struct {
@@ -116,7 +119,7 @@ func (e *Executor) startPool() error {
 	if err != nil || !ok {
 		return fmt.Errorf("%w: pool lock: %v", ErrStore, err)
 	}
-	p := &pool{e: e, owner: owner, unlock: unlock, keys: map[PoolKey]*poolEntry{}, limit: make(chan struct{}, 4)}
+	p := &pool{e: e, owner: owner, unlock: unlock, keys: map[PoolKey]*poolEntry{}, limit: make(chan struct{}, 4), retiring: map[string]int{}}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	d := e.cfg.Defaults
 	for ref, n := range e.poolSizes {
@@ -246,7 +249,7 @@ func (p *pool) await(ctx context.Context, ent *poolEntry) *pooled {
 // warm, so that an agent's loop of runs on one workspace finds one every time.
 func (p *pool) release(s Spec, used *sandbox) {
 	if used != nil {
-		p.retire(used)
+		p.retire(used, s.Workspace)
 	}
 	key := keyOf(s)
 	p.mu.Lock()
@@ -284,6 +287,17 @@ func (p *pool) dropWorkspace(id string) {
 	}
 	for _, ent := range ents {
 		ent.fills.Wait() // a start in flight removes its sandbox itself
+	}
+	// The sandboxes its runs used, retiring (each within retireWait of the
+	// engine's answers).
+	for {
+		p.mu.Lock()
+		n := p.retiring[id]
+		p.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -433,9 +447,27 @@ func (p *pool) workspaceTenant(ctx context.Context, id string) string {
 // work that would slow the runs in flight beside it, so the SIGTERM waits
 // until none is, at most retireDelay. A sandbox still running retireWait
 // later is removed by force.
-func (p *pool) retire(sb *sandbox) {
+//
+// A sandbox on a workspace goes at once: the workspace cannot be removed
+// while a container mounts it, and dropWorkspace waits for it.
+func (p *pool) retire(sb *sandbox, workspace string) {
+	if workspace != "" {
+		p.mu.Lock()
+		p.retiring[workspace]++
+		p.mu.Unlock()
+	}
 	p.wg.Go(func() {
-		p.quiet(sb.exited)
+		if workspace != "" {
+			defer func() {
+				p.mu.Lock()
+				if p.retiring[workspace]--; p.retiring[workspace] == 0 {
+					delete(p.retiring, workspace)
+				}
+				p.mu.Unlock()
+			}()
+		} else {
+			p.quiet(sb.exited)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
 		p.e.eng.Kill(ctx, sb.containerID, "SIGTERM") // an init that already went: no matter
 		cancel()
