@@ -71,6 +71,8 @@ type Result struct {
 	Tests *TestReport `json:"tests,omitempty"`
 	// Tenant is the owner a server recorded for the run (see Spec.Tenant).
 	Tenant string `json:"tenant,omitempty"`
+	// Node is, in cluster mode, the node that ran the job.
+	Node string `json:"node,omitempty"`
 }
 
 // ResourceUsage is what the sandbox consumed, read from the engine's statistics.

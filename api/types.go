@@ -50,6 +50,14 @@ type Spec struct {
 	// Report names the JUnit XML files the run writes in its workspace
 	// ("junit:reports/*.xml"); the Result then carries their summary in Tests.
 	Report string `json:"report,omitempty" jsonschema:"JUnit XML reports the command writes in its workspace, as junit:GLOB (e.g. junit:reports/*.xml); the result then has tests: passed, failed, and each failure's name and message"`
+	// QueueTimeout bounds, in cluster mode, how long a background job waits in
+	// the queue for a node with room; 0 means 30 s. Past it the start fails
+	// with ErrQueueTimeout and nothing runs.
+	QueueTimeout Seconds `json:"queue_timeout,omitempty" jsonschema:"cluster mode: seconds a background job may wait for a node with room before its start fails (default 30)"`
+	// Retry is, in cluster mode, how many times a background job is run again
+	// when its node dies while it runs; 0 makes such a job lost. Only for
+	// idempotent work.
+	Retry int `json:"retry,omitempty" jsonschema:"cluster mode: times a background job is run again if its node dies while it runs (default 0: reported lost instead); only for idempotent work"`
 }
 
 // Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
@@ -79,6 +87,10 @@ var ErrEngine = errors.New("engine")
 // ErrNotFound is returned for a process id airlock has no record of.
 var ErrNotFound = errors.New("no such process")
 
+// ErrQueueTimeout is the answer, in cluster mode, to a background job that
+// found no node with room within its queue timeout; nothing ran.
+var ErrQueueTimeout = errors.New("queue_timeout")
+
 // ErrRunning is returned by Remove for a job that has not ended.
 var ErrRunning = errors.New("process is still running")
 
@@ -88,17 +100,19 @@ const DefaultForceAfter = 10 * time.Second
 
 // Process is a background job as Start, List and Kill report it.
 type Process struct {
-	ID         string            `json:"id"`
-	State      State             `json:"state"`
-	Command    string            `json:"command,omitempty"`
-	Argv       []string          `json:"argv,omitempty"`
-	Image      string            `json:"image"`
-	Runtime    string            `json:"runtime"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Workspace  string            `json:"workspace,omitempty"`
-	Tenant     string            `json:"tenant,omitempty"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt *time.Time        `json:"finished_at,omitempty"`
+	ID        string            `json:"id"`
+	State     State             `json:"state"`
+	Command   string            `json:"command,omitempty"`
+	Argv      []string          `json:"argv,omitempty"`
+	Image     string            `json:"image"`
+	Runtime   string            `json:"runtime"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Workspace string            `json:"workspace,omitempty"`
+	Tenant    string            `json:"tenant,omitempty"`
+	// Node is, in cluster mode, the node that runs or ran the job.
+	Node       string     `json:"node,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// DurationMS is the runtime so far while the job runs.
 	DurationMS int64 `json:"duration_ms"`
 	// ExitCode is set once the job has ended.

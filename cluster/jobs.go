@@ -78,6 +78,7 @@ type Job struct {
 	QueueDeadline time.Time
 	PlacedAt      time.Time // zero until placed
 	StartedAt     time.Time // zero until started
+	LaunchedAt    time.Time // zero until its sandbox runs (Launched)
 	EndedAt       time.Time // zero until ended
 
 	// EndedBy is the node that recorded the end; empty when the cluster did
@@ -134,17 +135,17 @@ var endStates = map[api.State]bool{
 // jobColumns is what scanJob reads, in order.
 var jobColumns = `id, tenant, spec, state, coalesce(node, ''), attempt, coalesce(workspace, ''),
 	memory, retry, ` + micros("queue_timeout") + `, queued_at, queue_deadline, placed_at,
-	started_at, ended_at, coalesce(ended_by, ''), exit_code, reason, result, last_seen`
+	started_at, ended_at, coalesce(ended_by, ''), exit_code, reason, result, last_seen, launched_at`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
 	var state string
 	var timeout int64
 	var spec, result []byte
-	var placed, started, ended, seen *time.Time
+	var placed, started, ended, seen, launched *time.Time
 	err := row.Scan(&j.ID, &j.Tenant, &spec, &state, &j.Node, &j.Attempt, &j.Workspace,
 		&j.Memory, &j.Retry, &timeout, &j.QueuedAt, &j.QueueDeadline, &placed,
-		&started, &ended, &j.EndedBy, &j.ExitCode, &j.Reason, &result, &seen)
+		&started, &ended, &j.EndedBy, &j.ExitCode, &j.Reason, &result, &seen, &launched)
 	if err != nil {
 		return Job{}, err
 	}
@@ -153,7 +154,7 @@ func scanJob(row pgx.Row) (Job, error) {
 	for _, t := range []struct {
 		dst *time.Time
 		src *time.Time
-	}{{&j.PlacedAt, placed}, {&j.StartedAt, started}, {&j.EndedAt, ended}, {&j.LastSeen, seen}} {
+	}{{&j.PlacedAt, placed}, {&j.StartedAt, started}, {&j.EndedAt, ended}, {&j.LastSeen, seen}, {&j.LaunchedAt, launched}} {
 		if t.src != nil {
 			*t.dst = *t.src
 		}
@@ -263,6 +264,22 @@ func (c *Cluster) Start(ctx context.Context, id string, f Fence) error {
 	return nil
 }
 
+// Launched records that the job's sandbox runs: the node that queued the job
+// answers its caller from then on. It is fenced as Start is.
+func (c *Cluster) Launched(ctx context.Context, id string, f Fence) error {
+	tag, err := c.pool.Exec(ctx, `
+		update airlock.jobs set launched_at = coalesce(launched_at, now())
+		where id = $1 and node = $2 and attempt = $3 and state = 'running'`,
+		id, f.Node, f.Attempt)
+	if err != nil {
+		return c.wrap("record the launch of job "+id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return c.fenced(ctx, "record the launch of job", id, f)
+	}
+	return nil
+}
+
 // Finish records the end of the job and its output, in one transaction, fenced:
 // once the cluster has declared the job lost or given it to another attempt,
 // the node's word about it is refused (ErrFenced) and nothing is stored. A
@@ -289,7 +306,7 @@ func (c *Cluster) Finish(ctx context.Context, id string, f Fence, e End) error {
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			update airlock.jobs set state = $4, exit_code = $5, reason = $6, result = $7,
-				ended_at = now(), ended_by = $2
+				ended_at = now(), ended_by = $2, spec = spec - 'env' - 'stdin'
 			where id = $1 and node = $2 and attempt = $3 and state in ('placed', 'running')`,
 			id, f.Node, f.Attempt, string(e.State), e.ExitCode, e.Reason, result)
 		if err != nil {
@@ -410,4 +427,102 @@ func (c *Cluster) fenced(ctx context.Context, op, id string, f Fence) error {
 	}
 	return fmt.Errorf("%s %s as node %s attempt %d: %w (it is %s, node %q, attempt %d)",
 		op, id, f.Node, f.Attempt, ErrFenced, j.State, j.Node, j.Attempt)
+}
+
+// Record stores a job that ended where it was asked, on no node: one the
+// policy refused (blocked), so that any node answers for it as for the others.
+func (c *Cluster) Record(ctx context.Context, nj NewJob, e End) (Job, error) {
+	if nj.ID == "" || !json.Valid(nj.Spec) || e.Result != nil && !json.Valid(e.Result) {
+		return Job{}, fmt.Errorf("record job %s: %w: no id, or a spec or result that is not JSON", nj.ID, ErrInvalid)
+	}
+	var result *string
+	if e.Result != nil {
+		r := string(e.Result)
+		result = &r
+	}
+	job, err := scanJob(c.pool.QueryRow(ctx, `
+		insert into airlock.jobs (id, tenant, spec, state, exit_code, reason, result, queue_timeout,
+			queue_deadline, started_at, ended_at)
+		values ($1, $2, ($3::jsonb) - 'env' - 'stdin', $4, $5, $6, $7, interval '1 second', now(), now(), now())
+		returning `+jobColumns, nj.ID, nj.Tenant, string(nj.Spec), string(e.State), e.ExitCode, e.Reason, result))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return Job{}, fmt.Errorf("record job %s: %w", nj.ID, ErrExists)
+	}
+	if err != nil {
+		return Job{}, c.wrap("record job "+nj.ID, err)
+	}
+	return job, nil
+}
+
+// Filter chooses the jobs List returns.
+type Filter struct {
+	// Tenant keeps that tenant's jobs; empty keeps every tenant's.
+	Tenant string
+	// State keeps the jobs in that state; empty keeps all.
+	State api.State
+	// Labels keeps the jobs whose spec carries every one of these labels.
+	Labels map[string]string
+	// Limit is the most jobs returned; 0 is no limit.
+	Limit int
+}
+
+// List returns the jobs that match f, most recently queued first, and how
+// many match in all.
+func (c *Cluster) List(ctx context.Context, f Filter) ([]Job, int, error) {
+	labels := []byte("{}")
+	if len(f.Labels) > 0 {
+		labels, _ = json.Marshal(map[string]any{"labels": f.Labels})
+	}
+	var limit *int
+	if f.Limit > 0 {
+		limit = &f.Limit
+	}
+	rows, err := c.pool.Query(ctx, `
+		select `+jobColumns+`, count(*) over ()
+		from airlock.jobs
+		where ($1 = '' or tenant = $1) and ($2 = '' or state = $2) and spec @> $3::jsonb
+		order by seq desc
+		limit $4`, f.Tenant, string(f.State), string(labels), limit)
+	if err != nil {
+		return nil, 0, c.wrap("list jobs", err)
+	}
+	total := 0
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
+		return scanJob(totalRow{r, &total})
+	})
+	if err != nil {
+		return nil, 0, c.wrap("list jobs", err)
+	}
+	return jobs, total, nil
+}
+
+// totalRow scans a job's columns and then the window's count into total.
+type totalRow struct {
+	pgx.Row
+	total *int
+}
+
+func (r totalRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.total)...) }
+
+// Expire ends job id as expired if it is still queued past its queue
+// deadline, as the next sweep would, and returns the job as it is now. The
+// node that waits for the job's start calls it, so that its caller's answer
+// does not wait for a sweep.
+func (c *Cluster) Expire(ctx context.Context, id string) (Job, error) {
+	_, err := c.pool.Exec(ctx, `
+		update airlock.jobs set state = 'expired', exit_code = 125, ended_at = now(),
+			spec = spec - 'env' - 'stdin',
+			reason = format('no node had room for it within its queue timeout of %ss', extract(epoch from queue_timeout)::float8)
+		where id = $1 and state = 'queued' and queue_deadline <= now()`, id)
+	if err != nil {
+		return Job{}, c.wrap("expire job "+id, err)
+	}
+	return c.Get(ctx, id)
+}
+
+// Remove deletes an ended job and its output.
+func (c *Cluster) Remove(ctx context.Context, id string) error {
+	_, err := c.pool.Exec(ctx, `delete from airlock.jobs where id = $1 and ended_at is not null`, id)
+	return c.wrap("remove job "+id, err)
 }

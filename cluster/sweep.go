@@ -77,7 +77,7 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 			}
 			if s.Retried, err = ids(ctx, tx, `
 				update airlock.jobs j set state = 'queued', node = null, placed_at = null,
-					started_at = null, retry = j.retry - 1, last_seen = n.heartbeat_at,
+					started_at = null, launched_at = null, retry = j.retry - 1, last_seen = n.heartbeat_at,
 					queue_deadline = now() + j.queue_timeout,
 					reason = format('attempt %s was lost with node %s (last seen %s); queued again, %s retries left',
 						j.attempt, j.node, `+lastSeen+`, j.retry - 1)
@@ -88,7 +88,7 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 			}
 			if s.Lost, err = ids(ctx, tx, `
 				update airlock.jobs j set state = 'lost', exit_code = 125, ended_at = now(),
-					last_seen = n.heartbeat_at,
+					last_seen = n.heartbeat_at, spec = j.spec - 'env' - 'stdin',
 					reason = format('lost with node %s: its lease expired while the job ran (node last seen %s); it was not run again',
 						j.node, `+lastSeen+`)
 				from airlock.nodes n
@@ -99,6 +99,7 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 		}
 		s.Expired, err = ids(ctx, tx, `
 			update airlock.jobs set state = 'expired', exit_code = 125, ended_at = now(),
+				spec = spec - 'env' - 'stdin',
 				reason = format('no node had room for it within its queue timeout of %ss', extract(epoch from queue_timeout)::float8)
 			where state = 'queued' and queue_deadline <= now()
 			returning id`)

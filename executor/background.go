@@ -35,6 +35,10 @@ const (
 	// LabelDeadline is when a foreground run's container is surely abandoned if it
 	// still exists (RFC 3339): its owner would have removed it by then.
 	LabelDeadline = labelPrefix + "deadline"
+	// LabelNode and LabelAttempt are, in cluster mode, the node a job was
+	// placed on and the attempt it runs as: its fence (docs/cluster.md).
+	LabelNode    = labelPrefix + "node"
+	LabelAttempt = labelPrefix + "attempt"
 )
 
 // job is the stored record of a background job.
@@ -58,6 +62,8 @@ type job struct {
 	// Marker is set when airlock's init runs the job: the secret that starts
 	// the init's report in the job's stdout log (docs/DESIGN.md, "The init").
 	Marker string `json:"marker,omitempty"`
+	// Placement is set for a job a cluster placed on this node.
+	Placement *Placement `json:"placement,omitempty"`
 
 	StartedAt   time.Time `json:"started_at"`
 	FinishedAt  time.Time `json:"finished_at,omitzero"`
@@ -126,6 +132,9 @@ func (j *job) outcome() Result {
 		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels, Workspace: j.Workspace, Tenant: j.Tenant,
 		StdoutBytes: j.Log.Total[stdoutIdx], StderrBytes: j.Log.Total[stderrIdx],
 	}
+	if j.Placement != nil {
+		r.Node = j.Placement.Node
+	}
 	r.Success = r.State == StateCompleted && r.ExitCode == 0
 	if j.ended() {
 		r.DurationMS = j.FinishedAt.Sub(j.StartedAt).Milliseconds()
@@ -142,7 +151,7 @@ func (j *job) process() Process {
 		ID: r.ID, State: r.State, Command: j.Command, Argv: j.Argv, Image: r.Image, Runtime: r.Runtime,
 		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, StartedAt: r.StartedAt, DurationMS: r.DurationMS, Signal: r.Signal,
 		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked, BlockRule: r.BlockRule,
-		BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+		BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, Node: r.Node,
 	}
 	if j.ended() {
 		finished, code := r.FinishedAt, r.ExitCode
@@ -184,6 +193,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 		ID: a.id, State: StateRunning, Command: s.Command, Argv: s.Argv,
 		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Runtime: s.Runtime, Labels: s.Labels, Workspace: s.Workspace, Tenant: a.caller.Tenant,
 		MaxOutput: s.MaxOutput, TailLines: s.TailLines, LogCap: e.cfg.LogCap, CreatedAt: now, StartedAt: now,
+		Placement: a.placement,
 	}
 	// The lock comes before the record: a record of a running job whose lock is
 	// free has lost its process, and reconcile may act on it.
@@ -228,6 +238,9 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	plan.LogCap = j.LogCap
 	plan.Labels[LabelStore] = e.store.ID()
 	delete(plan.Labels, LabelDeadline)
+	if p := a.placement; p != nil {
+		plan.Labels[LabelNode], plan.Labels[LabelAttempt] = p.Node, strconv.Itoa(p.Attempt)
+	}
 	// airlock's init runs the job: it keeps the deadline and counts and
 	// measures exactly; its request goes first on the job's stdin.
 	if plan.InitVolume, err = e.initVolume(ctx); err != nil {
@@ -477,6 +490,15 @@ func (e *Executor) Owner(id string) (string, error) {
 		return "", err
 	}
 	return j.Tenant, nil
+}
+
+// Placed returns the placement of job id, for a job a cluster placed here.
+func (e *Executor) Placed(id string) (Placement, bool, error) {
+	j, err := e.job(id)
+	if err != nil || j.Placement == nil {
+		return Placement{}, false, err
+	}
+	return *j.Placement, true, nil
 }
 
 // Remove deletes an ended job's record and logs.

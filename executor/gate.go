@@ -2,6 +2,7 @@ package executor
 
 import (
 	"cmp"
+	"fmt"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/policy"
@@ -40,6 +41,16 @@ type Admitted struct {
 	spec     Spec
 	caller   Caller
 	decision policy.Decision
+	// placement is set for a cluster's job (AdmitPlaced).
+	placement *Placement
+}
+
+// Placement is, in cluster mode, the node a background job was placed on and
+// the attempt it runs as: its fence (docs/cluster.md). Launch puts both on the
+// job's container and record.
+type Placement struct {
+	Node    string `json:"node"`
+	Attempt int    `json:"attempt"`
 }
 
 // ID is the run's id.
@@ -66,6 +77,25 @@ func (e *Executor) Admit(spec Spec, c Caller) (Admitted, error) {
 		return Admitted{}, err
 	}
 	return Admitted{id: NewID(), spec: s, caller: c, decision: judge(cmp.Or(c.Policy, e.cfg.Policy), s.Command, s.Argv)}, nil
+}
+
+// AdmitPlaced is Admit for a background job a cluster placed on this node: the
+// job keeps the id the cluster gave it (the one it was admitted with on the
+// node that queued it), and its placement. The request passes the gate again,
+// under this node's configuration.
+func (e *Executor) AdmitPlaced(id string, p Placement, spec Spec, c Caller) (Admitted, error) {
+	if !idPattern.MatchString(id) {
+		return Admitted{}, &SpecError{Field: "id", Reason: fmt.Sprintf("%q is not an airlock id (24 hex digits)", id)}
+	}
+	if !spec.Background {
+		return Admitted{}, &SpecError{Field: "background", Reason: "only a background job is placed by a cluster"}
+	}
+	a, err := e.Admit(spec, c)
+	if err != nil {
+		return Admitted{}, err
+	}
+	a.id, a.placement = id, &p
+	return a, nil
 }
 
 // CheckCommand judges a command (or argv) as Admit would, and runs nothing:

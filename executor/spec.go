@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Linux refuses a single argument or environment string longer than this
@@ -19,6 +20,12 @@ var (
 	userSpec   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
 	runtimeRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 	idPattern  = regexp.MustCompile(`^[0-9a-f]{24}$`)
+)
+
+// The bounds of a background job's queue_timeout and retry.
+const (
+	maxQueueTimeout = time.Hour
+	maxRetry        = 10
 )
 
 // normalize fills in the defaults of s and checks it against the Config's
@@ -106,6 +113,25 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 		if _, _, err := parseReport(s.Report); err != nil {
 			return Spec{}, err
 		}
+	}
+
+	// queue_timeout and retry are the cluster's (docs/cluster.md): a single
+	// process has no queue and no node to lose, and ignores them.
+	if qt := float64(s.QueueTimeout); math.IsNaN(qt) || qt < 0 || qt > maxQueueTimeout.Seconds() {
+		return bad("queue_timeout", "must be between 0 and %gs", maxQueueTimeout.Seconds())
+	}
+	if s.QueueTimeout != 0 && s.QueueTimeout < 0.01 {
+		return bad("queue_timeout", "%gs is too short; the minimum is 0.01s", float64(s.QueueTimeout))
+	}
+	if s.Retry < 0 || s.Retry > maxRetry {
+		return bad("retry", "must be between 0 and %d", maxRetry)
+	}
+	if !background && (s.QueueTimeout != 0 || s.Retry != 0) {
+		field := "queue_timeout"
+		if s.Retry != 0 {
+			field = "retry"
+		}
+		return bad(field, "is for background jobs in cluster mode; a foreground run has neither")
 	}
 
 	if s.User == "" {

@@ -54,6 +54,10 @@ func (a *httpAPI) errorOf(ctx context.Context, err error) *api.Error {
 		return &api.Error{Status: http.StatusNotFound, Code: "node_not_found", Message: err.Error()}
 	case errors.Is(err, ErrForbidden):
 		return &api.Error{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+	case errors.Is(err, api.ErrQueueTimeout):
+		return &api.Error{Status: http.StatusServiceUnavailable, Code: "queue_timeout", Message: err.Error()}
+	case errors.Is(err, errElsewhere):
+		return &api.Error{Status: http.StatusConflict, Code: "on_another_node", Message: err.Error()}
 	case errors.Is(err, errLeaseLapsed):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: "lease_lapsed", Message: err.Error()}
 	case errors.Is(err, cluster.ErrUnavailable):

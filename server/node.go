@@ -23,9 +23,8 @@ import (
 
 // node is the server's membership of a cluster (Config.Cluster.Database): it
 // registers the server as a node, keeps its lease with heartbeats, and sweeps
-// what expired, until Close. Placement across nodes is not built yet: the
-// node runs its own requests as a server without a database does, and the
-// cluster knows it, its capacity and whether it is draining (docs/cluster.md).
+// what expired, until Close. The Service places background jobs through it
+// (placement.go; docs/cluster.md).
 type node struct {
 	c     *cluster.Cluster
 	self  cluster.Node
@@ -34,6 +33,10 @@ type node struct {
 	log   *slog.Logger
 	// heartbeatFailures counts failed heartbeats (airlock_node_heartbeat_failures_total).
 	heartbeatFailures prometheus.Counter
+
+	// lapsed is signalled when a heartbeat finds the lease had lapsed: the
+	// cluster may have taken the node's jobs (Service.reconcilePlaced).
+	lapsed chan struct{}
 
 	// stop ends the heartbeat and sweep loops; wg waits for them.
 	stop context.CancelFunc
@@ -47,7 +50,8 @@ const openTimeout = time.Minute
 // server as a node and starts its heartbeat and sweep loops.
 func joinCluster(cfg Config, log *slog.Logger, failures prometheus.Counter) (*node, error) {
 	cc := cfg.Cluster
-	n := &node{url: cc.Database, where: describeDatabase(cc.Database), log: log, heartbeatFailures: failures}
+	n := &node{url: cc.Database, where: describeDatabase(cc.Database), log: log, heartbeatFailures: failures,
+		lapsed: make(chan struct{}, 1)}
 	id, err := nodeID(cc.NodeID, cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -80,8 +84,7 @@ func joinCluster(cfg Config, log *slog.Logger, failures prometheus.Counter) (*no
 	log.Info("joined the cluster", "node", id, "address", n.self.Address, "slots", slots, "memory", memory,
 		"lease", lease.String(), "database", n.where, "lease_lapsed", l.Lapsed)
 	if l.Lapsed {
-		// Reconciling the engine's sandboxes with the cluster (Owned) waits for
-		// the executor's wiring; nothing is placed on a node yet.
+		// The Service reconciles its jobs with the cluster as it starts.
 		log.Warn("this node's lease had lapsed before it registered: the cluster may have taken its jobs", "node", id)
 	}
 	loops, stop := context.WithCancel(context.Background())
@@ -122,6 +125,10 @@ func (n *node) heartbeat(ctx context.Context) {
 		n.log.Warn("heartbeat failed", "node", n.self.ID, "err", n.scrub(err))
 	case l.Lapsed:
 		n.log.Warn("this node's lease had lapsed: the cluster may have taken its jobs", "node", n.self.ID)
+		select {
+		case n.lapsed <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -172,7 +173,8 @@ func TestOpenAPISchemas(t *testing.T) {
 
 	var states []string
 	for _, s := range []executor.State{executor.StateRunning, executor.StateCompleted, executor.StateTimedOut,
-		executor.StateKilled, executor.StateBlocked, executor.StateFailed} {
+		executor.StateKilled, executor.StateBlocked, executor.StateFailed,
+		cluster.StateQueued, api.StateLost, cluster.StateExpired} {
 		states = append(states, string(s))
 	}
 	var enum []string

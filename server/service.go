@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -28,7 +29,9 @@ type Service struct {
 	metrics *metrics
 	version string
 	// node is the server's membership of a cluster; nil without a database.
-	node *node
+	// placer runs the jobs the cluster places on the node.
+	node   *node
+	placer *placer
 
 	tokens  []tokenHash
 	mu      sync.Mutex
@@ -55,6 +58,8 @@ type tenantState struct {
 
 	mu     sync.Mutex
 	active int
+	// clusterLimits is set once the tenant's limits are in the cluster's database.
+	clusterLimits bool
 }
 
 // Anonymous is the tenant of every request when the server has no tokens.
@@ -103,6 +108,9 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	}
 	s.settleEnded(tracked)
 	s.trackers.Go(s.sweep)
+	if s.node != nil {
+		s.startPlacing()
+	}
 	return s, nil
 }
 
@@ -441,6 +449,9 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 	if err != nil {
 		return executor.Process{}, err
 	}
+	if s.node != nil {
+		return s.startQueued(ctx, t, a, via, remote)
+	}
 	release, err := s.reserve(t)
 	if err != nil {
 		return executor.Process{}, err
@@ -489,6 +500,9 @@ func (s *Service) trackStarted(t *tenantState, id string, release func()) {
 		if err != nil {
 			return // the server is stopping; the job goes on and the next one tracks it
 		}
+		if pl, ok, _ := s.ex.Placed(id); ok && s.node != nil && pl.Node == s.node.self.ID {
+			s.finishPlaced(id, cluster.Fence{Node: pl.Node, Attempt: pl.Attempt}, res)
+		}
 		ev := auditEvent{Event: "run.finish", Tenant: t.name, Background: true}.withResult(res)
 		s.write(ev)
 		s.settle(id)
@@ -508,6 +522,9 @@ func (s *Service) track(t *tenantState, id string) {
 // Get reports a background job. It reads the record once and checks the owner
 // on the answer: the monitor is the call agents poll.
 func (s *Service) Get(ctx context.Context, tenant, id string) (executor.Result, error) {
+	if s.node != nil {
+		return s.clusterGet(ctx, tenant, id)
+	}
 	r, err := s.ex.Get(ctx, id)
 	if errors.Is(err, executor.ErrNotFound) || err == nil && tenant != Anonymous && r.Tenant != tenant {
 		return executor.Result{}, notFound(id)
@@ -517,6 +534,9 @@ func (s *Service) Get(ctx context.Context, tenant, id string) (executor.Result, 
 
 // Logs returns or follows a background job's output.
 func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.LogsOptions) (executor.Logs, error) {
+	if s.node != nil {
+		return s.clusterLogsOf(ctx, tenant, id, opts)
+	}
 	_, err := s.owned(tenant, id)
 	if err != nil {
 		return executor.Logs{}, err
@@ -530,6 +550,9 @@ func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.Log
 // job is the tenant's, the options valid), before the first chunk, so that a
 // refusal can still be an ordinary answer.
 func (s *Service) Follow(ctx context.Context, tenant, id string, opts executor.LogsOptions, begin func()) (executor.Result, error) {
+	if s.node != nil && !s.isLocal(id) {
+		return s.clusterFollow(ctx, tenant, id, opts, begin)
+	}
 	if _, err := s.owned(tenant, id); err != nil {
 		return executor.Result{}, err
 	}
@@ -540,16 +563,21 @@ func (s *Service) Follow(ctx context.Context, tenant, id string, opts executor.L
 	if _, err := s.ex.Logs(ctx, id, opts); err != nil {
 		return executor.Result{}, err
 	}
-	return s.ex.Get(ctx, id)
+	return s.Get(ctx, tenant, id)
 }
 
 // Kill signals a background job, with escalation to SIGKILL after forceAfter.
 func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfter time.Duration, via, remote string) (executor.KillResult, error) {
-	t, err := s.owned(tenant, id)
+	t, err := s.tenant(tenant)
 	if err != nil {
 		return executor.KillResult{}, err
 	}
-	k, err := s.ex.Kill(ctx, id, signal, forceAfter)
+	var k executor.KillResult
+	if s.node != nil {
+		k, err = s.clusterKill(ctx, tenant, id, signal, forceAfter)
+	} else if err = s.own(t, id); err == nil {
+		k, err = s.ex.Kill(ctx, id, signal, forceAfter)
+	}
 	if err != nil {
 		return k, err
 	}
@@ -564,13 +592,18 @@ func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfte
 // Wait waits up to timeout for a background job to end and returns its Result:
 // the final one, or the current one (state running) when the wait timed out.
 func (s *Service) Wait(ctx context.Context, tenant, id string, timeout time.Duration) (executor.Result, error) {
-	_, err := s.owned(tenant, id)
-	if err != nil {
-		return executor.Result{}, err
+	wait := func(ctx context.Context) (executor.Result, error) {
+		if s.node != nil {
+			return s.clusterWait(ctx, tenant, id)
+		}
+		if _, err := s.owned(tenant, id); err != nil {
+			return executor.Result{}, err
+		}
+		return s.ex.Wait(ctx, id)
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
 	defer cancel()
-	res, err := s.ex.Wait(wctx, id)
+	res, err := wait(wctx)
 	if err != nil && errors.Is(context.Cause(wctx), errWaitTimeout) && ctx.Err() == nil {
 		return res, nil
 	}
@@ -586,11 +619,17 @@ func (s *Service) List(ctx context.Context, tenant string, opts executor.ListOpt
 		return executor.ProcessList{}, err
 	}
 	opts.Tenant = t.name
+	if s.node != nil {
+		return s.clusterList(ctx, opts)
+	}
 	return s.ex.List(ctx, opts)
 }
 
 // Remove deletes an ended job's record and logs.
 func (s *Service) Remove(ctx context.Context, tenant, id string) error {
+	if s.node != nil {
+		return s.clusterRemove(ctx, tenant, id)
+	}
 	if _, err := s.owned(tenant, id); err != nil {
 		return err
 	}

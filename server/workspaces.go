@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -27,6 +28,13 @@ func (s *Service) CreateWorkspace(ctx context.Context, tenant string, spec execu
 		return executor.Workspace{}, err
 	}
 	w, err := s.ex.CreateWorkspace(ctx, spec, c)
+	if err == nil && s.node != nil {
+		// Its jobs are placed on this node, which holds its files.
+		if berr := s.node.c.BindWorkspace(ctx, cluster.Workspace{ID: w.ID, Tenant: c.Tenant, Node: s.node.self.ID}); berr != nil {
+			s.ex.RemoveWorkspace(context.WithoutCancel(ctx), w.ID, c)
+			w, err = executor.Workspace{}, s.node.unavailable(berr)
+		}
+	}
 	ev := auditEvent{Event: "workspace.create", Tenant: tenant, Workspace: w.ID, Via: via, Remote: remote}
 	if err != nil {
 		ev.Error = err.Error()
@@ -60,6 +68,11 @@ func (s *Service) RemoveWorkspace(ctx context.Context, tenant, id, via, remote s
 		return err
 	}
 	err = s.ex.RemoveWorkspace(ctx, id, c)
+	if err == nil && s.node != nil {
+		if uerr := s.node.c.UnbindWorkspace(ctx, id); uerr != nil {
+			s.log.Warn("forget a removed workspace in the cluster", "workspace", id, "err", s.node.scrub(uerr))
+		}
+	}
 	s.auditFile("workspace.delete", tenant, id, "", via, remote, err)
 	return err
 }

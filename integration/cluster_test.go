@@ -1,0 +1,815 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/client"
+	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/pgtest"
+)
+
+// Cluster mode with several `airlock serve` processes on one PostgreSQL and
+// one engine: a job is enqueued on any node, claimed and run by a node with
+// room, and answered for (get, list, logs, kill, wait) by any node. A node
+// that dies loses its running jobs; one that was paused past its lease comes
+// back to find them lost, and removes their containers without changing what
+// the cluster decided (docs/cluster.md).
+//
+// All nodes share the test's engine, as if each had a host of its own: a
+// node's containers are told apart by their io.airlock.node label.
+
+// labelNode is the label every container of a cluster job carries: the id of
+// the node that runs it.
+const labelNode = "io.airlock.node"
+
+// clusterLease is the nodes' lease (--lease 2): a node that stops heartbeating
+// is dead 2 s later, and the next sweep (every second) takes its jobs.
+const clusterLease = 2 * time.Second
+
+// lostWithin bounds how long the cluster takes to declare a dead node's
+// running jobs lost: a lease and a sweep interval, with room for a loaded
+// 2-core machine.
+const lostWithin = 15 * time.Second
+
+// clusterNode is one `airlock serve` process of a test's cluster, and a
+// client of its API.
+type clusterNode struct {
+	id   string
+	proc *serveProcess
+	c    *client.Client
+}
+
+// startCluster starts a throw-away PostgreSQL and n nodes on it, each with
+// slots sandboxes and the extra flags. When the test ends, the nodes are
+// stopped and every container carrying one of their ids is removed; a test
+// that passed must have left none behind.
+func startCluster(t *testing.T, n, slots int, extra ...string) []*clusterNode {
+	t.Helper()
+	pg := pgtest.New(t)
+	suffix := randomHex(3)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%c-%s", 'a'+i, suffix)
+	}
+	// Registered before the nodes start, so run after they stopped.
+	t.Cleanup(func() { removeNodeContainers(t, ids) })
+	nodes := make([]*clusterNode, n)
+	for i, id := range ids {
+		proc := startNode(t, pg, id, append([]string{"--node-slots", strconv.Itoa(slots)}, extra...)...)
+		c, err := client.New(proc.url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = &clusterNode{id: id, proc: proc, c: c}
+	}
+	// Registered after the nodes start, so run while they still serve: the
+	// containers of ended jobs are their nodes' to remove.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return // removeNodeContainers cleans up
+		}
+		for _, id := range ids {
+			if !eventually(20*time.Second, func() bool { return len(nodeContainers(t, id)) == 0 }) {
+				t.Errorf("node %s left containers behind at the end of the test: %v", id, nodeContainers(t, id))
+			}
+		}
+	})
+	list, err := nodes[0].c.Nodes(t.Context())
+	if err != nil {
+		t.Fatalf("nodes: %v", err)
+	}
+	for _, id := range ids {
+		if i := slices.IndexFunc(list.Nodes, func(s api.Node) bool { return s.ID == id }); i < 0 || !list.Nodes[i].Live {
+			t.Fatalf("node %s is not listed live: %+v", id, list.Nodes)
+		}
+	}
+	return nodes
+}
+
+// startNode starts `airlock serve` as node id of the cluster on pg, on a free
+// port and a data dir of its own, with a 2 s lease, and waits until it is
+// ready. The warm pool is off, so that every container with the node's label
+// is one of its jobs, and the tenant's max_concurrent is raised out of the
+// way of the nodes' slots; extra flags come after, and override these.
+// When the test ends, the node gets SIGTERM (and SIGCONT, should the test
+// have left it stopped), and its log is shown if the test failed.
+func startNode(t *testing.T, pg *pgtest.Server, id string, extra ...string) *serveProcess {
+	t.Helper()
+	addr := freePort(t)
+	s := &serveProcess{url: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	args := []string{"serve", "--listen", addr, "--data", t.TempDir(),
+		"--database", pg.URL(), "--node-id", id, "--lease", "2",
+		"--pool", "airlock/minimal=0", "--max-concurrent", "64"}
+	s.cmd = exec.Command(airlockCLI(t), append(args, extra...)...)
+	s.cmd.Env = os.Environ()
+	s.cmd.Stderr = s.stderr
+	var stdout lockedBuffer
+	s.cmd.Stdout = &stdout
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := s.cmd.Wait()
+		if out := stdout.String(); out != "" {
+			err = fmt.Errorf("the server wrote to stdout: %q (exit: %v)", out, err)
+		}
+		s.exited <- err
+	}()
+	// Cleanups run last first: the log is shown once the node has stopped.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node %s's log:\n%s", id, tail(s.stderr.String(), 8000))
+		}
+	})
+	t.Cleanup(func() {
+		// Both fail harmlessly on a process the test killed. A stopped
+		// process takes the pending SIGTERM once continued.
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		s.cmd.Process.Signal(syscall.SIGCONT)
+		var err error
+		select {
+		case err = <-s.exited:
+		case <-time.After(30 * time.Second):
+			t.Errorf("node %s did not stop within 30 s of SIGTERM; killed", id)
+			s.cmd.Process.Kill()
+			err = <-s.exited
+		}
+		if err != nil && strings.Contains(err.Error(), "wrote to stdout") {
+			t.Errorf("node %s: %v", id, err)
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s not ready: %v\n%s", id, err, s.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClusterJobsAcrossNodes starts 60 short jobs through three nodes at once,
+// and answers for each through the two nodes it was not started on: every job
+// ran once, on one node, and its output is whole. Then three long jobs are
+// killed through nodes other than the one that runs them.
+func TestClusterJobsAcrossNodes(t *testing.T) {
+	nodes := startCluster(t, 3, 8)
+	ctx := t.Context()
+	run := randomHex(6) // the label of this run's jobs
+	const jobs = 60
+	short := map[string]string{"run": run, "kind": "short"}
+
+	started := startConcurrently(t, jobs, 4, func(i int) (api.Process, error) {
+		return nodes[i%3].c.Start(ctx, api.Spec{
+			Command: fmt.Sprintf("echo job-%d; sleep 0.%d", i, i%9+1),
+			Labels:  short, Timeout: 60, QueueTimeout: 60,
+		})
+	})
+	ran := map[string]int{} // jobs by node
+	for i, p := range started {
+		checkStarted(t, nodes, p)
+		startedVia, waitVia, logsVia := nodes[i%3], nodes[(i+1)%3], nodes[(i+2)%3]
+		want := fmt.Sprintf("job-%d\n", i)
+		r := waitEnd(t, waitVia, p.ID)
+		if r.State != api.StateCompleted || r.ExitCode != 0 || r.Stdout != want {
+			t.Errorf("job %d (%s), waited via node %s: state %s exit %d stdout %q error %q; want completed, 0, %q",
+				i, p.ID, waitVia.id, r.State, r.ExitCode, r.Stdout, r.Error, want)
+		}
+		if r.Node != p.Node {
+			t.Errorf("job %d (%s) started on node %s but ended on node %q: run twice?", i, p.ID, p.Node, r.Node)
+		}
+		ran[r.Node]++
+		if l := stdoutOf(t, logsVia, p.ID); l != want {
+			t.Errorf("job %d (%s): logs via node %s = %q, want %q", i, p.ID, logsVia.id, l, want)
+		}
+		if g, err := startedVia.c.Get(ctx, p.ID); err != nil || g.State != api.StateCompleted || g.Node != p.Node {
+			t.Errorf("job %d (%s): get via node %s = state %s node %q, %v; want completed on %s", i, p.ID, startedVia.id, g.State, g.Node, err, p.Node)
+		}
+	}
+	for _, n := range nodes {
+		if ran[n.id] == 0 {
+			t.Errorf("node %s ran none of the %d jobs (jobs by node: %v)", n.id, jobs, ran)
+		}
+	}
+	want := make([]string, jobs)
+	for i, p := range started {
+		want[i] = p.ID
+	}
+	slices.Sort(want)
+	for _, n := range nodes {
+		l, err := n.c.List(ctx, api.ListOptions{Labels: short, Limit: 1000})
+		if err != nil {
+			t.Fatalf("list via node %s: %v", n.id, err)
+		}
+		var got []string
+		for _, p := range l.Processes {
+			got = append(got, p.ID)
+			if p.State != api.StateCompleted || !slices.ContainsFunc(nodes, func(n *clusterNode) bool { return n.id == p.Node }) {
+				t.Errorf("list via node %s: job %s is %s on node %q; want completed on one of the nodes", n.id, p.ID, p.State, p.Node)
+			}
+		}
+		slices.Sort(got)
+		if l.Total != jobs || !slices.Equal(got, want) {
+			t.Errorf("list via node %s: total %d, %d jobs listed; want the %d jobs of the cluster", n.id, l.Total, len(got), jobs)
+		}
+	}
+
+	// Long jobs, one started through each node, and each killed through
+	// another node than its own.
+	sleeper := api.Spec{Command: "sleep 300", Labels: map[string]string{"run": run, "kind": "sleeper"}, QueueTimeout: 60}
+	var sleepers []api.Process
+	for _, n := range nodes {
+		p, err := n.c.Start(ctx, sleeper)
+		if err != nil {
+			t.Fatalf("start a sleeper via node %s: %v", n.id, err)
+		}
+		checkStarted(t, nodes, p)
+		sleepers = append(sleepers, p)
+	}
+	// Every node's containers carry its id, and only its own jobs' do.
+	for _, n := range nodes {
+		mine := 0
+		for _, p := range sleepers {
+			if p.Node == n.id {
+				mine++
+			}
+		}
+		if !eventually(20*time.Second, func() bool { return len(nodeContainers(t, n.id)) == mine }) {
+			t.Errorf("node %s runs %d sleepers; containers labelled %s=%s: %v", n.id, mine, labelNode, n.id, nodeContainers(t, n.id))
+		}
+	}
+	for _, p := range sleepers {
+		killer := otherNode(t, nodes, p.Node)
+		waiter := otherNode(t, nodes, p.Node, killer.id)
+		k, err := killer.c.Kill(ctx, p.ID, "", 5*time.Second)
+		if err != nil || k.AlreadyEnded {
+			t.Fatalf("kill %s (node %s) via node %s: %+v, %v", p.ID, p.Node, killer.id, k, err)
+		}
+		r := waitEnd(t, waiter, p.ID)
+		if r.State != api.StateKilled || r.Node != p.Node {
+			t.Errorf("sleeper %s killed via node %s, waited via node %s: state %s on node %q; want killed on node %s",
+				p.ID, killer.id, waiter.id, r.State, r.Node, p.Node)
+		}
+	}
+}
+
+// TestClusterNodeDeath kills a node outright, and removes its containers as if
+// its host had died: the jobs it ran become lost, once, and no other node runs
+// them again; the other nodes' jobs run on; what its ended jobs wrote is still
+// read from the database.
+func TestClusterNodeDeath(t *testing.T) {
+	nodes := startCluster(t, 3, 4)
+	ctx := t.Context()
+	run := randomHex(6)
+
+	// Short jobs, two started through each node at once: their output is to
+	// outlive the node that ran them.
+	type shortJob struct {
+		p    api.Process
+		want string
+	}
+	var shorts []shortJob
+	startShort := func(via *clusterNode, i int) (api.Process, error) {
+		return via.c.Start(ctx, api.Spec{
+			Command: fmt.Sprintf("echo short-%d; sleep 1", i),
+			Labels:  map[string]string{"run": run, "kind": "short"}, Timeout: 60, QueueTimeout: 60,
+		})
+	}
+	for i, p := range startConcurrently(t, 6, 6, func(i int) (api.Process, error) { return startShort(nodes[i%3], i) }) {
+		checkStarted(t, nodes, p)
+		shorts = append(shorts, shortJob{p, fmt.Sprintf("short-%d\n", i)})
+	}
+	for _, s := range shorts {
+		if r := waitEnd(t, nodes[0], s.p.ID); r.State != api.StateCompleted || r.Node != s.p.Node {
+			t.Fatalf("short job %s: state %s on node %q, want completed on %s", s.p.ID, r.State, r.Node, s.p.Node)
+		}
+	}
+
+	sleeperLabels := map[string]string{"run": run, "kind": "sleeper"}
+	var sleepers []api.Process
+	for i := range 6 {
+		p, err := nodes[i%3].c.Start(ctx, api.Spec{Command: "sleep 300", Labels: sleeperLabels, QueueTimeout: 60})
+		if err != nil {
+			t.Fatalf("start sleeper %d via node %s: %v", i, nodes[i%3].id, err)
+		}
+		checkStarted(t, nodes, p)
+		sleepers = append(sleepers, p)
+	}
+	// Where each sleeper runs, as Get reports it.
+	perNode := map[string]int{}
+	for _, p := range sleepers {
+		r, err := nodes[0].c.Get(ctx, p.ID)
+		if err != nil || r.State != api.StateRunning || r.Node != p.Node {
+			t.Fatalf("get sleeper %s: state %s node %q, %v; want running on %s", p.ID, r.State, r.Node, err, p.Node)
+		}
+		perNode[r.Node]++
+	}
+	endedOn := func(id string) int { // short jobs that ran on node id
+		n := 0
+		for _, s := range shorts {
+			if s.p.Node == id {
+				n++
+			}
+		}
+		return n
+	}
+	// The victim: the node running the most sleepers among those that ran a
+	// short job, else the one running the most.
+	var victim *clusterNode
+	for _, preferRan := range []bool{true, false} {
+		for _, n := range nodes {
+			if perNode[n.id] > 0 && (!preferRan || endedOn(n.id) > 0) && (victim == nil || perNode[n.id] > perNode[victim.id]) {
+				victim = n
+			}
+		}
+		if victim != nil {
+			break
+		}
+	}
+	// At least one job must have ended on it: start short jobs through it
+	// until one runs there.
+	for i := 0; endedOn(victim.id) == 0; i++ {
+		if i == 20 || perNode[victim.id] >= 4 {
+			t.Fatalf("none of %d short jobs started through node %s (running sleepers in %d of its 4 slots) ran there", i, victim.id, perNode[victim.id])
+		}
+		p, err := startShort(victim, 100+i)
+		if err != nil {
+			t.Fatalf("start a short job via node %s: %v", victim.id, err)
+		}
+		if r := waitEnd(t, victim, p.ID); r.State != api.StateCompleted || r.Node != p.Node {
+			t.Fatalf("short job %s: state %s on node %q, want completed on %s", p.ID, r.State, r.Node, p.Node)
+		}
+		shorts = append(shorts, shortJob{p, fmt.Sprintf("short-%d\n", 100+i)})
+	}
+	var live []*clusterNode
+	for _, n := range nodes {
+		if n != victim {
+			live = append(live, n)
+		}
+	}
+	if got := nodeContainers(t, victim.id); len(got) < perNode[victim.id] {
+		t.Fatalf("node %s runs %d sleepers, but only %d containers carry %s=%s: %v", victim.id, perNode[victim.id], len(got), labelNode, victim.id, got)
+	}
+
+	// The host dies: the process, and its containers with it.
+	t0 := time.Now()
+	if err := victim.proc.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitProcessGone(t, victim.proc.cmd.Process.Pid)
+	removeContainers(t, victim.id)
+	t.Logf("node %s killed, with %d of the 6 sleepers", victim.id, perNode[victim.id])
+
+	deadline := t0.Add(lostWithin)
+	for _, p := range sleepers {
+		if p.Node != victim.id {
+			continue
+		}
+		r := waitState(t, live[0], p.ID, api.StateLost, time.Until(deadline))
+		if r.ExitCode != 125 || !strings.Contains(r.Error, victim.id) || r.Node != victim.id {
+			t.Errorf("lost sleeper %s: exit %d, error %q, node %q; want 125 and an error naming node %s", p.ID, r.ExitCode, r.Error, r.Node, victim.id)
+		}
+	}
+	t.Logf("the dead node's jobs were lost %s after its death", since(t0))
+	for _, p := range sleepers {
+		if p.Node == victim.id {
+			continue
+		}
+		if r, err := live[1].c.Get(ctx, p.ID); err != nil || r.State != api.StateRunning || r.Node != p.Node {
+			t.Errorf("sleeper %s on the live node %s: state %s node %q, %v; want it running there", p.ID, p.Node, r.State, r.Node, err)
+		}
+	}
+	// Listed through a live node, each sleeper is where Get says it is.
+	l, err := live[1].c.List(ctx, api.ListOptions{Labels: sleeperLabels, Limit: 1000})
+	if err != nil || l.Total != len(sleepers) {
+		t.Fatalf("list the sleepers via node %s: total %d, %v; want %d", live[1].id, l.Total, err, len(sleepers))
+	}
+	for _, p := range l.Processes {
+		want := api.StateRunning
+		if p.Node == victim.id {
+			want = api.StateLost
+		}
+		if p.State != want {
+			t.Errorf("list: sleeper %s on node %s is %s, want %s", p.ID, p.Node, p.State, want)
+		}
+	}
+	if list, err := live[0].c.Nodes(ctx); err != nil {
+		t.Errorf("nodes: %v", err)
+	} else if i := slices.IndexFunc(list.Nodes, func(s api.Node) bool { return s.ID == victim.id }); i < 0 || list.Nodes[i].Live {
+		t.Errorf("the dead node %s is listed live, or not at all: %+v", victim.id, list.Nodes)
+	}
+
+	// What the dead node's ended jobs wrote is in the database.
+	for i, s := range shorts {
+		if s.p.Node != victim.id {
+			continue
+		}
+		via := live[i%2]
+		if got := stdoutOf(t, via, s.p.ID); got != s.want {
+			t.Errorf("logs of %s, which ended on the dead node, via node %s: %q, want %q", s.p.ID, via.id, got, s.want)
+		}
+		if r, err := via.c.Get(ctx, s.p.ID); err != nil || r.State != api.StateCompleted || r.ExitCode != 0 {
+			t.Errorf("get %s, which ended on the dead node: state %s exit %d, %v; want completed, 0", s.p.ID, r.State, r.ExitCode, err)
+		}
+	}
+
+	for _, p := range sleepers {
+		if p.Node == victim.id {
+			continue
+		}
+		if r := killJob(t, live[0], p.ID); r.State != api.StateKilled {
+			t.Errorf("sleeper %s: state %s after the kill, want killed", p.ID, r.State)
+		}
+	}
+}
+
+// TestClusterPausedNodeFenced stops a node (SIGSTOP) past its lease: the
+// cluster declares its running jobs lost. When it is continued it finds them
+// lost, kills and removes their containers, and nothing it writes late
+// changes what the cluster decided.
+func TestClusterPausedNodeFenced(t *testing.T) {
+	nodes := startCluster(t, 2, 4)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	sleeper := api.Spec{Command: "sleep 300", Labels: map[string]string{"run": randomHex(6)}, QueueTimeout: 60}
+
+	// Started through B until at least two run, one of them on B: A has 4
+	// slots, so the fifth start runs on B at the latest.
+	var onA, onB []api.Process
+	for i := 0; len(onA)+len(onB) < 2 || len(onB) == 0; i++ {
+		if i == 6 {
+			t.Fatalf("6 sleepers started through node %s, none runs there", b.id)
+		}
+		p, err := b.c.Start(ctx, sleeper)
+		if err != nil {
+			t.Fatalf("start a sleeper via node %s: %v", b.id, err)
+		}
+		checkStarted(t, nodes, p)
+		if p.Node == b.id {
+			onB = append(onB, p)
+		} else {
+			onA = append(onA, p)
+		}
+	}
+
+	pid := b.proc.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	deadline := t0.Add(lostWithin)
+	for _, p := range onB {
+		r := waitState(t, a, p.ID, api.StateLost, time.Until(deadline))
+		if r.ExitCode != 125 || !strings.Contains(r.Error, b.id) || r.Node != b.id {
+			t.Errorf("lost sleeper %s: exit %d, error %q, node %q; want 125 and an error naming node %s", p.ID, r.ExitCode, r.Error, r.Node, b.id)
+		}
+	}
+	t.Logf("the stopped node's %d jobs were lost %s after SIGSTOP", len(onB), since(t0))
+	for _, p := range onA {
+		if r, err := a.c.Get(ctx, p.ID); err != nil || r.State != api.StateRunning || r.Node != a.id {
+			t.Errorf("sleeper %s on node %s: state %s node %q, %v; want it running there", p.ID, a.id, r.State, r.Node, err)
+		}
+	}
+	// Nobody but B removes B's containers: while it is stopped, they run on.
+	if got := nodeContainers(t, b.id); len(got) < len(onB) {
+		t.Errorf("node %s is stopped with %d jobs, but %d containers carry its id: %v", b.id, len(onB), len(got), got)
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Now()
+	if !eventually(20*time.Second, func() bool { return len(nodeContainers(t, b.id)) == 0 }) {
+		t.Fatalf("node %s, continued 20 s ago, still has containers of its lost jobs: %v", b.id, nodeContainers(t, b.id))
+	}
+	t.Logf("node %s removed its containers %s after SIGCONT", b.id, since(t1))
+	// Its heartbeats make it live again.
+	if !eventually(10*time.Second, func() bool {
+		list, err := a.c.Nodes(ctx)
+		return err == nil && slices.ContainsFunc(list.Nodes, func(s api.Node) bool { return s.ID == b.id && s.Live })
+	}) {
+		t.Errorf("node %s is not live again 10 s after SIGCONT", b.id)
+	}
+	// Whatever B tried to record about its jobs when it woke up (their ends,
+	// as its containers were killed) was refused.
+	time.Sleep(clusterLease)
+	for _, p := range onB {
+		for _, n := range nodes {
+			r, err := n.c.Get(ctx, p.ID)
+			if err != nil || r.State != api.StateLost || r.ExitCode != 125 || r.Node != b.id {
+				t.Errorf("sleeper %s via node %s after B came back: state %s exit %d node %q, %v; want lost, 125, on %s",
+					p.ID, n.id, r.State, r.ExitCode, r.Node, err, b.id)
+			}
+		}
+	}
+
+	for _, p := range onA {
+		if r := killJob(t, a, p.ID); r.State != api.StateKilled {
+			t.Errorf("sleeper %s: state %s after the kill, want killed", p.ID, r.State)
+		}
+	}
+}
+
+// TestClusterQueue fills a two-node cluster of one slot each: a job that finds
+// no room within its queue_timeout is refused with 503, and nothing runs; one
+// with a longer wait starts as soon as a slot frees.
+func TestClusterQueue(t *testing.T) {
+	nodes := startCluster(t, 2, 1)
+	ctx := t.Context()
+	run := randomHex(6)
+	labels := func(kind string) map[string]string { return map[string]string{"run": run, "kind": kind} }
+
+	var sleepers []api.Process
+	for _, n := range nodes {
+		p, err := n.c.Start(ctx, api.Spec{Command: "sleep 300", Labels: labels("sleeper"), QueueTimeout: 60})
+		if err != nil {
+			t.Fatalf("start a sleeper via node %s: %v", n.id, err)
+		}
+		checkStarted(t, nodes, p)
+		sleepers = append(sleepers, p)
+	}
+	if sleepers[0].Node == sleepers[1].Node {
+		t.Fatalf("both sleepers run on node %s, which has one slot", sleepers[0].Node)
+	}
+
+	// No room within 2 s: the start fails, naming the wait.
+	t0 := time.Now()
+	p, err := nodes[0].c.Start(ctx, api.Spec{Command: "echo never", Labels: labels("expired"), QueueTimeout: 2})
+	d := since(t0)
+	var ae *api.Error
+	switch {
+	case err == nil:
+		t.Fatalf("a job started with no slot free: %+v", p)
+	case !strings.Contains(err.Error(), "queue_timeout"):
+		t.Errorf("start with no room: %v; want an error that says queue_timeout", err)
+	case !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable:
+		t.Errorf("start with no room: %#v; want a 503", err)
+	}
+	if d < 1500*time.Millisecond || d > 8*time.Second {
+		t.Errorf("the start with queue_timeout 2 failed after %s, want about 2 s", d)
+	}
+	t.Logf("refused after %s: %v", d, err)
+
+	// A job that may wait 30 s starts when a slot frees.
+	type answer struct {
+		p   api.Process
+		err error
+	}
+	fourth := make(chan answer, 1)
+	go func() {
+		p, err := nodes[1].c.Start(ctx, api.Spec{Command: "echo queued", Labels: labels("queued"), Timeout: 60, QueueTimeout: 30})
+		fourth <- answer{p, err}
+	}()
+	select {
+	case a := <-fourth:
+		t.Fatalf("a job started while both slots were taken: %+v, %v", a.p, a.err)
+	case <-time.After(3 * time.Second):
+	}
+	freed := sleepers[0]
+	if r := killJob(t, otherNode(t, nodes, freed.Node), freed.ID); r.State != api.StateKilled {
+		t.Fatalf("sleeper %s: state %s after the kill, want killed", freed.ID, r.State)
+	}
+	var a answer
+	select {
+	case a = <-fourth:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the queued job did not start within 30 s of a slot freeing")
+	}
+	if a.err != nil {
+		t.Fatalf("the queued job: %v", a.err)
+	}
+	checkStarted(t, nodes, a.p)
+	if a.p.Node != freed.Node {
+		t.Errorf("the queued job runs on node %s; the only free slot was on %s", a.p.Node, freed.Node)
+	}
+	other := otherNode(t, nodes, a.p.Node)
+	r := waitEnd(t, other, a.p.ID)
+	if r.State != api.StateCompleted || r.ExitCode != 0 || r.Stdout != "queued\n" || r.Node != a.p.Node {
+		t.Errorf("the queued job: state %s exit %d stdout %q node %q; want completed, 0, %q on %s",
+			r.State, r.ExitCode, r.Stdout, r.Node, "queued\n", a.p.Node)
+	}
+	if got := stdoutOf(t, other, a.p.ID); got != "queued\n" {
+		t.Errorf("logs of the queued job via node %s: %q", other.id, got)
+	}
+	// The job refused for its queue_timeout never ran.
+	l, err := nodes[1].c.List(ctx, api.ListOptions{Labels: labels("expired"), Limit: 1000})
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	for _, p := range l.Processes {
+		if p.State == api.StateRunning || p.State == api.StateCompleted || p.Node != "" {
+			t.Errorf("the job refused for its queue_timeout is listed as %s on node %q", p.State, p.Node)
+		}
+	}
+
+	if r := killJob(t, nodes[0], sleepers[1].ID); r.State != api.StateKilled {
+		t.Errorf("sleeper %s: state %s after the kill, want killed", sleepers[1].ID, r.State)
+	}
+}
+
+// startConcurrently starts n jobs from workers goroutines (start(i) starts
+// the i-th) and returns them in order; any error fails the test, once all
+// have returned.
+func startConcurrently(t *testing.T, n, workers int, start func(i int) (api.Process, error)) []api.Process {
+	t.Helper()
+	procs := make([]api.Process, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if procs[i], errs[i] = start(i); errs[i] != nil {
+					errs[i] = fmt.Errorf("job %d: %w", i, errs[i])
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("start %d jobs: %v", n, err)
+	}
+	return procs
+}
+
+// checkStarted checks the answer to a start: the job runs (or has already
+// ended) on one of the nodes; it is not left queued.
+func checkStarted(t *testing.T, nodes []*clusterNode, p api.Process) {
+	t.Helper()
+	if p.ID == "" || !slices.ContainsFunc(nodes, func(n *clusterNode) bool { return n.id == p.Node }) ||
+		p.State == "" || p.State == "queued" || p.State == "placed" {
+		t.Errorf("start answered job %q in state %q on node %q; want it running on one of the nodes", p.ID, p.State, p.Node)
+	}
+}
+
+// otherNode is a node whose id is none of ids.
+func otherNode(t *testing.T, nodes []*clusterNode, ids ...string) *clusterNode {
+	t.Helper()
+	for _, n := range nodes {
+		if !slices.Contains(ids, n.id) {
+			return n
+		}
+	}
+	t.Fatalf("no node other than %v", ids)
+	return nil
+}
+
+// waitEnd waits, via node n, for job id to end, for up to 2 minutes.
+func waitEnd(t *testing.T, n *clusterNode, id string) api.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	r, err := n.c.Wait(ctx, id)
+	if err != nil {
+		t.Fatalf("wait for %s via node %s: %v (last seen %s)", id, n.id, err, r.State)
+	}
+	return r
+}
+
+// waitState polls job id via node n until it is in state, for up to within.
+// Each Get is bounded: a node must answer for another's job without waiting
+// on it.
+func waitState(t *testing.T, n *clusterNode, id string, state api.State, within time.Duration) api.Result {
+	t.Helper()
+	var r api.Result
+	var err error
+	if !eventually(within, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		r, err = n.c.Get(ctx, id)
+		return err == nil && r.State == state
+	}) {
+		t.Fatalf("job %s via node %s: state %s (node %q, error %q), %v; want %s within %s",
+			id, n.id, r.State, r.Node, r.Error, err, state, within.Round(time.Millisecond))
+	}
+	return r
+}
+
+// killJob sends SIGKILL to job id via node n and waits, via n, for its end.
+func killJob(t *testing.T, n *clusterNode, id string) api.Result {
+	t.Helper()
+	if _, err := n.c.Kill(t.Context(), id, "SIGKILL", 0); err != nil {
+		t.Fatalf("kill %s via node %s: %v", id, n.id, err)
+	}
+	return waitEnd(t, n, id)
+}
+
+// stdoutOf is job id's stdout as node n's logs give it, exact bytes.
+func stdoutOf(t *testing.T, n *clusterNode, id string) string {
+	t.Helper()
+	l, err := n.c.Logs(t.Context(), id, api.LogsOptions{Stream: "stdout"})
+	if err != nil {
+		t.Errorf("logs of %s via node %s: %v", id, n.id, err)
+	}
+	return string(l.Stdout)
+}
+
+// nodeContainers lists the containers on the engine labelled as node id's:
+// their short ids, names and states.
+func nodeContainers(t *testing.T, id string) []string {
+	t.Helper()
+	f := filters.NewArgs(filters.Arg("label", executor.LabelManaged+"=true"), filters.Arg("label", labelNode+"="+id))
+	list, err := docker.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Errorf("list the containers of node %s: %v", id, err)
+		return nil
+	}
+	var out []string
+	for _, c := range list {
+		out = append(out, c.ID[:12]+" "+strings.Join(c.Names, ",")+" "+string(c.State))
+	}
+	return out
+}
+
+// removeContainers force-removes node id's containers, as a host that dies
+// takes them with it, and checks that none is left.
+func removeContainers(t *testing.T, id string) {
+	t.Helper()
+	f := filters.NewArgs(filters.Arg("label", executor.LabelManaged+"=true"), filters.Arg("label", labelNode+"="+id))
+	list, err := docker.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Errorf("list the containers of node %s: %v", id, err)
+	}
+	for _, c := range list {
+		docker.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+	}
+	if !eventually(20*time.Second, func() bool { return len(nodeContainers(t, id)) == 0 }) {
+		t.Errorf("containers of node %s still on the engine after their removal: %v", id, nodeContainers(t, id))
+	}
+}
+
+// removeNodeContainers removes, at the end of a test, every container that
+// carries one of the nodes' ids, whatever the test left.
+func removeNodeContainers(t *testing.T, ids []string) {
+	for _, id := range ids {
+		if left := nodeContainers(t, id); len(left) > 0 {
+			t.Logf("removing the containers node %s left: %v", id, left)
+			removeContainers(t, id)
+		}
+	}
+}
+
+// waitProcessGone waits until process pid has died: it is gone, or a zombie
+// not reaped yet.
+func waitProcessGone(t *testing.T, pid int) {
+	t.Helper()
+	if !eventually(10*time.Second, func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		// The state follows the command name, which is in parentheses.
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	}) {
+		t.Fatalf("process %d still alive 10 s after SIGKILL", pid)
+	}
+}
+
+// eventually calls cond every 100 ms until it holds, for up to within, and
+// reports whether it held.
+func eventually(within time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,708 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// Background jobs in cluster mode (docs/cluster.md, "Jobs across nodes"). The
+// node that takes a start admits it (the one gate, as on one node), queues it
+// in PostgreSQL and waits until a node has started it. Every node claims the
+// jobs that fit it, runs them as its own background jobs under their cluster
+// id and fence, and records their end and output in PostgreSQL. Any node
+// answers for any job: from its own engine when the job is its own, else from
+// the database.
+
+// placer is a node's side of placement: what it claimed and is starting, and
+// the wake-up of its claim loop.
+type placer struct {
+	wake chan struct{} // a start was queued here: claim now
+
+	mu       sync.Mutex
+	starting map[string]bool // claimed, not yet launched or given back
+}
+
+// claimEvery is how often an idle node looks for queued work it was not woken
+// for (a start queued on another node). reconcileEvery is how often it checks
+// what the cluster has placed on it against what it runs.
+const (
+	claimEvery     = 200 * time.Millisecond
+	reconcileEvery = 5 * time.Second
+)
+
+// startPlacing starts the node's claim loop; NewService calls it once the jobs
+// already running here are tracked.
+func (s *Service) startPlacing() {
+	s.placer = &placer{wake: make(chan struct{}, 1), starting: map[string]bool{}}
+	s.reconcilePlaced(s.trackCtx)
+	s.trackers.Go(func() {
+		claim := time.NewTicker(claimEvery)
+		defer claim.Stop()
+		reconcile := time.NewTicker(reconcileEvery)
+		defer reconcile.Stop()
+		for {
+			select {
+			case <-s.trackCtx.Done():
+				return
+			case <-s.placer.wake:
+			case <-claim.C:
+			case <-reconcile.C:
+				s.reconcilePlaced(s.trackCtx)
+			case <-s.node.lapsed:
+				s.reconcilePlaced(s.trackCtx)
+			}
+			s.claimAll(s.trackCtx)
+			s.deliverKills(s.trackCtx)
+		}
+	})
+}
+
+// wakePlacer makes the claim loop look at the queue now.
+func (s *Service) wakePlacer() {
+	select {
+	case s.placer.wake <- struct{}{}:
+	default:
+	}
+}
+
+// claimAll takes queued jobs while they fit this node, and starts each.
+func (s *Service) claimAll(ctx context.Context) {
+	for ctx.Err() == nil {
+		j, err := s.node.c.Claim(ctx, s.node.self.ID)
+		switch {
+		case errors.Is(err, cluster.ErrNoWork), errors.Is(err, cluster.ErrNodeUnavailable):
+			return
+		case err != nil:
+			if ctx.Err() == nil {
+				s.log.Warn("claim queued work", "node", s.node.self.ID, "err", s.node.scrub(err))
+			}
+			return
+		}
+		s.placer.mu.Lock()
+		s.placer.starting[j.ID] = true
+		s.placer.mu.Unlock()
+		s.trackers.Go(func() {
+			defer func() {
+				s.placer.mu.Lock()
+				delete(s.placer.starting, j.ID)
+				s.placer.mu.Unlock()
+			}()
+			s.launchPlaced(ctx, j)
+		})
+	}
+}
+
+// launchPlaced starts a job the cluster placed here. Start is recorded before
+// the container exists: if this node dies from then on the job is lost, and
+// never run twice behind the cluster's back.
+func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
+	fence := j.Fence()
+	fail := func(state api.State, code int, reason string) {
+		s.finishPlaced(j.ID, fence, executor.Result{ID: j.ID, State: state, ExitCode: code, Error: reason,
+			Tenant: j.Tenant, Node: fence.Node, StartedAt: time.Now().UTC(), FinishedAt: time.Now().UTC()})
+	}
+	var spec executor.Spec
+	if err := json.Unmarshal(j.Spec, &spec); err != nil {
+		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" could not read the job's request: "+err.Error())
+		return
+	}
+	t, err := s.tenant(j.Tenant)
+	if err != nil {
+		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		return
+	}
+	a, err := s.ex.AdmitPlaced(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, spec, t.caller)
+	if err != nil {
+		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" refused the request: "+err.Error())
+		return
+	}
+	if err := s.node.c.Start(ctx, j.ID, fence); err != nil {
+		// Fenced: the cluster gave the job to another attempt; out of reach:
+		// it stays placed here, and reconcilePlaced gives it back.
+		s.log.Warn("start a placed job", "id", j.ID, "err", s.node.scrub(err))
+		return
+	}
+	allowed := a.Decision().Allowed
+	if allowed {
+		s.pend(j.ID, t.name)
+	}
+	p, err := s.ex.Launch(context.WithoutCancel(ctx), a)
+	if err != nil || p.State != executor.StateRunning {
+		res, gerr := s.ex.Get(context.WithoutCancel(ctx), j.ID)
+		if gerr != nil {
+			reason := "the job did not start"
+			if err != nil {
+				reason = err.Error()
+			}
+			fail(api.StateFailed, api.ExitFailed, reason)
+		} else {
+			s.finishPlaced(j.ID, fence, res)
+		}
+		if allowed {
+			s.write(auditEvent{Event: "run.finish", Tenant: t.name, ID: j.ID, State: p.State, Via: "cluster", Error: res.Error})
+			s.settle(j.ID)
+		}
+		return
+	}
+	s.trackStarted(t, p.ID, func() {})
+	if err := s.node.c.Launched(ctx, j.ID, fence); err != nil {
+		// The job runs; its caller learns it from the next read of the row
+		// that answers (its end, or a lost node's sweep).
+		s.log.Warn("record a placed job's launch", "id", j.ID, "err", s.node.scrub(err))
+	}
+}
+
+// finishPlaced records the end of a job this node ran, with its output, until
+// the database takes it, the cluster refuses it (the job is no longer this
+// node's: ErrFenced), or the service closes (the next start records it).
+func (s *Service) finishPlaced(id string, fence cluster.Fence, res executor.Result) {
+	end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}
+	if res.Blocked {
+		end.Reason = res.BlockReason
+	}
+	res.Node = fence.Node
+	end.Result, _ = json.Marshal(res)
+	if logs, err := s.ex.Logs(s.trackCtx, id, executor.LogsOptions{Stream: "both", Limit: s.ex.Config().LogCap}); err == nil {
+		end.Stdout = cluster.Stream{Data: logs.Stdout, Total: max(logs.StdoutBytes, int64(len(logs.Stdout)))}
+		end.Stderr = cluster.Stream{Data: logs.Stderr, Total: max(logs.StderrBytes, int64(len(logs.Stderr)))}
+	}
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		ctx, cancel := context.WithTimeout(s.trackCtx, 30*time.Second)
+		err := s.node.c.Finish(ctx, id, fence, end)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, cluster.ErrFenced):
+			s.log.Warn("the cluster no longer counts this node's attempt of a job: its end is not recorded",
+				"id", id, "node", fence.Node, "attempt", fence.Attempt, "err", err)
+			return
+		}
+		s.log.Warn("record a job's end in the cluster; retrying", "id", id, "err", s.node.scrub(err))
+		select {
+		case <-s.trackCtx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// reconcilePlaced makes what this node runs agree with what the cluster has
+// placed on it: at start, after a lapsed lease, and now and then.
+//   - A job this node runs that the cluster no longer counts as its own (lost,
+//     or queued again while the node was away) is killed: its end would be
+//     refused anyway.
+//   - A job the cluster has running here whose record ended while no process
+//     watched it gets its end recorded; one with no record here never started
+//     (the node stopped between Start and its container) and ends failed.
+//   - A job placed here and not being started is given back to the queue.
+func (s *Service) reconcilePlaced(ctx context.Context) {
+	running, err := s.ex.Running(ctx)
+	if err != nil {
+		return
+	}
+	var held []cluster.Held
+	for _, p := range running {
+		if pl, ok, _ := s.ex.Placed(p.ID); ok && pl.Node == s.node.self.ID {
+			held = append(held, cluster.Held{Job: p.ID, Attempt: pl.Attempt})
+		}
+	}
+	if len(held) > 0 {
+		owned, err := s.node.c.Owned(ctx, s.node.self.ID, held)
+		if err != nil {
+			return
+		}
+		own := map[cluster.Held]bool{}
+		for _, h := range owned {
+			own[h] = true
+		}
+		for _, h := range held {
+			if !own[h] {
+				s.log.Warn("killing a job the cluster no longer counts as this node's", "id", h.Job, "attempt", h.Attempt)
+				if _, err := s.ex.Kill(ctx, h.Job, "SIGKILL", 0); err != nil {
+					s.log.Warn("kill a job the cluster gave up", "id", h.Job, "err", err)
+				}
+			}
+		}
+	}
+	assigned, err := s.node.c.Assigned(ctx, s.node.self.ID)
+	if err != nil {
+		return
+	}
+	for _, j := range assigned {
+		s.placer.mu.Lock()
+		starting := s.placer.starting[j.ID]
+		s.placer.mu.Unlock()
+		if starting {
+			continue
+		}
+		switch j.State {
+		case cluster.StatePlaced:
+			if err := s.node.c.Release(ctx, j.ID, j.Fence()); err != nil {
+				s.log.Warn("give back a placed job", "id", j.ID, "err", s.node.scrub(err))
+			}
+		case api.StateRunning:
+			res, err := s.ex.Get(ctx, j.ID)
+			switch {
+			case errors.Is(err, executor.ErrNotFound):
+				s.finishPlaced(j.ID, j.Fence(), executor.Result{ID: j.ID, State: api.StateFailed, ExitCode: api.ExitFailed,
+					Tenant: j.Tenant, StartedAt: j.StartedAt, FinishedAt: time.Now().UTC(),
+					Error: "node " + j.Node + " has no record of the job: it stopped before the job's container was made"})
+			case err == nil && res.State != api.StateRunning:
+				if pl, ok, _ := s.ex.Placed(j.ID); ok && pl.Attempt == j.Attempt {
+					s.finishPlaced(j.ID, j.Fence(), res)
+				}
+			}
+		}
+	}
+}
+
+// deliverKills sends the kills asked on other nodes for jobs this node runs.
+func (s *Service) deliverKills(ctx context.Context) {
+	kills, err := s.node.c.KillRequests(ctx, s.node.self.ID)
+	if err != nil {
+		return
+	}
+	for _, k := range kills {
+		s.placer.mu.Lock()
+		starting := s.placer.starting[k.Job]
+		s.placer.mu.Unlock()
+		if pl, ok, _ := s.ex.Placed(k.Job); starting || !ok || pl.Attempt != k.Fence.Attempt {
+			continue // its sandbox is being made: the next round delivers it
+		}
+		if _, err := s.ex.Kill(ctx, k.Job, k.Signal, k.ForceAfter); err != nil && !errors.Is(err, executor.ErrNotFound) {
+			s.log.Warn("deliver a kill", "id", k.Job, "err", err)
+			continue
+		}
+		if err := s.node.c.KillDelivered(ctx, k); err != nil {
+			s.log.Warn("record a delivered kill", "id", k.Job, "err", s.node.scrub(err))
+		}
+	}
+}
+
+// startQueued is Start in cluster mode, for an admitted job: a refused one is
+// recorded as blocked; an allowed one is queued, and the answer comes once a
+// node has started it, or its queue timeout has passed (ErrQueueTimeout).
+func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Admitted, via, remote string) (executor.Process, error) {
+	if err := s.tenantLimits(ctx, t); err != nil {
+		return executor.Process{}, err
+	}
+	spec := a.Spec()
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return executor.Process{}, err
+	}
+	s.auditStart(a, via, remote)
+	if !a.Decision().Allowed {
+		// Nothing runs: recorded here, and in the cluster for any node to answer.
+		p, err := s.ex.Launch(ctx, a)
+		if err != nil {
+			return p, err
+		}
+		s.metrics.runs.WithLabelValues("background", string(p.State)).Inc()
+		s.metrics.refusals.WithLabelValues(p.BlockRule).Inc()
+		res, err := s.ex.Get(ctx, a.ID())
+		if err != nil {
+			return p, err
+		}
+		resJSON, _ := json.Marshal(res)
+		_, err = s.node.c.Record(ctx, cluster.NewJob{ID: a.ID(), Tenant: t.name, Spec: specJSON},
+			cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.BlockReason, Result: resJSON})
+		return p, s.node.unavailable(err)
+	}
+	_, err = s.node.c.Enqueue(ctx, cluster.NewJob{
+		ID: a.ID(), Tenant: t.name, Spec: specJSON, Workspace: spec.Workspace, Memory: spec.Memory,
+		QueueTimeout: spec.QueueTimeout.Duration(), Retry: spec.Retry,
+	})
+	switch {
+	case errors.Is(err, cluster.ErrQueueFull):
+		return executor.Process{}, fmt.Errorf("%w: %v", ErrBusy, err)
+	case errors.Is(err, cluster.ErrNotFound):
+		return executor.Process{}, &executor.SpecError{Field: "workspace", Reason: fmt.Sprintf("no workspace %q of the tenant's is known to the cluster", spec.Workspace)}
+	case err != nil:
+		return executor.Process{}, s.node.unavailable(err)
+	}
+	s.wakePlacer()
+	return s.awaitStart(ctx, a.ID(), cmp.Or(spec.QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
+}
+
+// tenantLimits sets the tenant's cluster-wide limits from this node's
+// configuration, once per tenant and process: every node sets the same.
+func (s *Service) tenantLimits(ctx context.Context, t *tenantState) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.clusterLimits {
+		return nil
+	}
+	err := s.node.c.SetTenant(ctx, cluster.Tenant{Name: t.name, MaxRunning: t.limits.MaxConcurrent})
+	if err != nil {
+		return s.node.unavailable(err)
+	}
+	t.clusterLimits = true
+	return nil
+}
+
+// launchWait bounds how long a start's answer waits for a started job's
+// sandbox to be recorded as running.
+const launchWait = 30 * time.Second
+
+// awaitStart waits until job id has left the queue: running on a node, or
+// ended. A job still queued past its queue timeout is expired and the answer
+// is ErrQueueTimeout, naming the wait.
+func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Duration) (executor.Process, error) {
+	deadline := time.Now().Add(timeout)
+	var started time.Time // when this wait first saw the job started
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		j, err := s.node.c.Get(ctx, id)
+		if err != nil {
+			return executor.Process{}, s.node.unavailable(err)
+		}
+		if j.State == api.StateRunning && started.IsZero() {
+			started = time.Now()
+		}
+		if !started.IsZero() && time.Since(started) > launchWait {
+			return processOf(j), nil // its node could not record the launch: the job is running or lost
+		}
+		if j.State == cluster.StateQueued && time.Now().After(deadline) {
+			// By the database's clock, which the deadline is kept by.
+			if j, err = s.node.c.Expire(ctx, id); err != nil {
+				return executor.Process{}, s.node.unavailable(err)
+			}
+		}
+		switch {
+		case j.State == cluster.StateQueued, j.State == cluster.StatePlaced, j.State == api.StateRunning && j.LaunchedAt.IsZero():
+			select {
+			case <-ctx.Done():
+				return executor.Process{}, ctx.Err()
+			case <-time.After(wait):
+			}
+		case j.State == cluster.StateExpired:
+			return executor.Process{}, fmt.Errorf("%w: job %s: %s; nothing ran", api.ErrQueueTimeout, id, j.Reason)
+		default:
+			return processOf(j), nil
+		}
+	}
+}
+
+// clusterJob reads job id from the cluster for the tenant: another tenant's
+// answers as an unknown id.
+func (s *Service) clusterJob(ctx context.Context, tenant, id string) (cluster.Job, error) {
+	j, err := s.node.c.Get(ctx, id)
+	if errors.Is(err, cluster.ErrNotFound) || err == nil && tenant != Anonymous && j.Tenant != tenant {
+		return cluster.Job{}, notFound(id)
+	}
+	return j, s.node.unavailable(err)
+}
+
+// isLocal tells whether this node holds job id's record: its own engine then
+// answers for it, live.
+func (s *Service) isLocal(id string) bool {
+	_, err := s.ex.Owner(id)
+	return err == nil
+}
+
+// resultOf is a job's Result as the cluster knows it: the one its node
+// recorded at the end, or one made from the row (queued, running elsewhere,
+// lost, expired).
+func resultOf(j cluster.Job) executor.Result {
+	if j.Ended() && len(j.Result) > 0 {
+		var r executor.Result
+		if json.Unmarshal(j.Result, &r) == nil {
+			return r
+		}
+	}
+	var spec api.Spec
+	json.Unmarshal(j.Spec, &spec)
+	r := executor.Result{
+		ID: j.ID, State: j.State, Tenant: j.Tenant, Node: j.Node, Image: spec.Image, Runtime: spec.Runtime,
+		Labels: spec.Labels, Workspace: spec.Workspace, StartedAt: j.StartedAt, FinishedAt: j.EndedAt,
+	}
+	switch {
+	case j.State == cluster.StatePlaced:
+		r.State = cluster.StateQueued // placed, not started: still waiting, as the caller sees it
+	case j.Ended():
+		r.ExitCode, r.Error = *j.ExitCode, j.Reason
+		if j.StartedAt.IsZero() {
+			r.StartedAt = j.EndedAt
+		}
+		r.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	case !j.StartedAt.IsZero():
+		r.DurationMS = time.Since(j.StartedAt).Milliseconds()
+	}
+	if j.State == cluster.StateQueued || j.State == cluster.StatePlaced {
+		r.StartedAt = j.QueuedAt
+	}
+	return r
+}
+
+// processOf is a job as Start, List and Kill report it, from its row.
+func processOf(j cluster.Job) executor.Process {
+	r := resultOf(j)
+	var spec api.Spec
+	json.Unmarshal(j.Spec, &spec)
+	p := executor.Process{
+		ID: r.ID, State: r.State, Command: spec.Command, Argv: spec.Argv, Image: r.Image, Runtime: r.Runtime,
+		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, Node: r.Node, StartedAt: r.StartedAt,
+		DurationMS: r.DurationMS, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked,
+		BlockRule: r.BlockRule, BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+	}
+	if j.Ended() {
+		finished, code := r.FinishedAt, r.ExitCode
+		p.FinishedAt, p.ExitCode = &finished, &code
+	}
+	return p
+}
+
+// clusterLogs is a page of an ended job's output, read from the cluster.
+func (s *Service) clusterLogs(ctx context.Context, j cluster.Job, opts executor.LogsOptions) (executor.Logs, error) {
+	if err := executor.CheckLogs(opts); err != nil {
+		return executor.Logs{}, err
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = 1 << 20
+	}
+	l := executor.Logs{ID: j.ID, State: resultOf(j).State}
+	for _, stream := range []string{"stdout", "stderr"} {
+		if opts.Stream != "" && opts.Stream != "both" && opts.Stream != stream {
+			continue
+		}
+		o, err := s.node.c.Output(ctx, j.ID, stream, opts.Offset, limit)
+		if err != nil {
+			return executor.Logs{}, s.node.unavailable(err)
+		}
+		if stream == "stdout" {
+			l.Stdout, l.StdoutSize, l.StdoutBytes, l.StdoutNext = o.Data, o.Size, o.Total, o.Next
+		} else {
+			l.Stderr, l.StderrSize, l.StderrBytes, l.StderrNext = o.Data, o.Size, o.Total, o.Next
+		}
+		l.Truncated = l.Truncated || o.Truncated()
+	}
+	return l, nil
+}
+
+// awaitEnd polls the cluster until job id has ended or ctx ends.
+func (s *Service) awaitEnd(ctx context.Context, tenant, id string) (cluster.Job, error) {
+	var last cluster.Job
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		j, err := s.clusterJob(ctx, tenant, id)
+		if err != nil && last.ID != "" && ctx.Err() != nil {
+			return last, ctx.Err()
+		}
+		if err != nil || j.Ended() {
+			return j, err
+		}
+		last = j
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// errElsewhere answers a request for the output of a job that runs on
+// another node: the database holds its output once it ends.
+var errElsewhere = errors.New("runs on another node")
+
+// clusterGet reports job id in cluster mode. This node's own record answers
+// while the job runs here (live usage) and until its end is in the cluster;
+// the cluster's row answers for the rest, and for an end it decided (lost).
+func (s *Service) clusterGet(ctx context.Context, tenant, id string) (executor.Result, error) {
+	local, lerr := s.ex.Get(ctx, id)
+	if lerr == nil && tenant != Anonymous && local.Tenant != tenant {
+		return executor.Result{}, notFound(id)
+	}
+	if lerr == nil && local.State == executor.StateRunning {
+		return local, nil
+	}
+	j, err := s.clusterJob(ctx, tenant, id)
+	switch {
+	case lerr == nil && (err != nil || !j.Ended()):
+		return local, nil // a job of this node whose end the cluster has not recorded yet, or one from before the cluster
+	case err != nil:
+		return executor.Result{}, err
+	}
+	return resultOf(j), nil
+}
+
+// clusterLogsOf answers Logs in cluster mode: from this node's record when it
+// holds the job, else from the cluster once the job has ended.
+func (s *Service) clusterLogsOf(ctx context.Context, tenant, id string, opts executor.LogsOptions) (executor.Logs, error) {
+	if s.isLocal(id) {
+		if _, err := s.owned(tenant, id); err != nil {
+			return executor.Logs{}, err
+		}
+		return s.ex.Logs(ctx, id, opts)
+	}
+	j, err := s.clusterJob(ctx, tenant, id)
+	if err != nil {
+		return executor.Logs{}, err
+	}
+	if !j.Ended() {
+		if j.Node == "" {
+			return executor.Logs{}, fmt.Errorf("%w: job %s waits in the queue and has no output yet", errElsewhere, id)
+		}
+		return executor.Logs{}, fmt.Errorf("%w: job %s runs on node %s: its output is read there (follow it, or ask node %s) until it ends, and from any node after",
+			errElsewhere, id, j.Node, j.Node)
+	}
+	return s.clusterLogs(ctx, j, opts)
+}
+
+// clusterFollow follows a job that runs on another node: its output arrives
+// once the job has ended, from the cluster, from opts.Offset on.
+func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts executor.LogsOptions, begin func()) (executor.Result, error) {
+	if _, err := s.clusterJob(ctx, tenant, id); err != nil {
+		return executor.Result{}, err
+	}
+	if err := executor.CheckLogs(opts); err != nil {
+		return executor.Result{}, err
+	}
+	begin()
+	j, err := s.awaitEnd(ctx, tenant, id)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	for _, stream := range []string{"stdout", "stderr"} {
+		if opts.Stream != "" && opts.Stream != "both" && opts.Stream != stream {
+			continue
+		}
+		for offset := opts.Offset; ; {
+			o, err := s.node.c.Output(ctx, id, stream, offset, 1<<20)
+			if err != nil {
+				return executor.Result{}, s.node.unavailable(err)
+			}
+			if len(o.Data) == 0 {
+				break
+			}
+			if err := opts.Follow(executor.LogChunk{Stream: stream, Offset: offset, Data: o.Data}); err != nil {
+				return executor.Result{}, err
+			}
+			offset = o.Next
+		}
+	}
+	return resultOf(j), nil
+}
+
+// clusterKill kills a job in cluster mode: this node's own at once; another
+// node's through the cluster, which that node delivers within a claim round;
+// a queued one is ended before it runs.
+func (s *Service) clusterKill(ctx context.Context, tenant, id, signal string, forceAfter time.Duration) (executor.KillResult, error) {
+	if s.isLocal(id) {
+		if _, err := s.owned(tenant, id); err != nil {
+			return executor.KillResult{}, err
+		}
+		return s.ex.Kill(ctx, id, signal, forceAfter)
+	}
+	sig, err := executor.ParseSignal(signal)
+	if err != nil {
+		return executor.KillResult{}, err
+	}
+	if forceAfter < 0 {
+		return executor.KillResult{}, &executor.SpecError{Field: "force_after", Reason: "must not be negative (0 means no escalation)"}
+	}
+	before, err := s.clusterJob(ctx, tenant, id)
+	if err != nil {
+		return executor.KillResult{}, err
+	}
+	if before.Ended() {
+		p := processOf(before)
+		return executor.KillResult{Process: p, AlreadyEnded: true,
+			Message: fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, p.State, *p.ExitCode)}, nil
+	}
+	if sig == "SIGKILL" {
+		forceAfter = 0
+	}
+	j, err := s.node.c.RequestKill(ctx, id, sig, forceAfter)
+	if err != nil {
+		return executor.KillResult{}, s.node.unavailable(err)
+	}
+	p := processOf(j)
+	if j.Ended() {
+		return executor.KillResult{Process: p, Signal: sig, Message: fmt.Sprintf("process %s was waiting in the queue: it ended before it ran", id)}, nil
+	}
+	msg := fmt.Sprintf("asked node %s to send %s to process %s", j.Node, sig, id)
+	if forceAfter > 0 {
+		msg += fmt.Sprintf("; SIGKILL follows in %s if it is still running", forceAfter)
+	}
+	return executor.KillResult{Process: p, Signal: sig, Message: msg}, nil
+}
+
+// clusterWait waits for a job in cluster mode; a job of this node is waited
+// for on its engine, and its end then read as clusterGet reads it.
+func (s *Service) clusterWait(ctx context.Context, tenant, id string) (executor.Result, error) {
+	if s.isLocal(id) {
+		if _, err := s.owned(tenant, id); err != nil {
+			return executor.Result{}, err
+		}
+		if _, err := s.ex.Wait(ctx, id); err != nil {
+			r, _ := s.clusterGet(context.WithoutCancel(ctx), tenant, id)
+			return r, err
+		}
+		return s.clusterGet(ctx, tenant, id)
+	}
+	j, err := s.awaitEnd(ctx, tenant, id)
+	if err != nil {
+		return resultOf(j), err
+	}
+	return resultOf(j), nil
+}
+
+// clusterStates are the states List accepts in cluster mode.
+var clusterStates = []api.State{cluster.StateQueued, api.StateRunning, api.StateCompleted, api.StateTimedOut,
+	api.StateKilled, api.StateBlocked, api.StateFailed, api.StateLost, cluster.StateExpired}
+
+// clusterList lists the tenant's jobs across the cluster, most recent first.
+func (s *Service) clusterList(ctx context.Context, opts executor.ListOptions) (executor.ProcessList, error) {
+	switch {
+	case opts.Limit < 0 || opts.Limit > 1000:
+		return executor.ProcessList{}, &executor.SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..1000", opts.Limit)}
+	case opts.Limit == 0:
+		opts.Limit = 50
+	}
+	if opts.State != "" && !slices.Contains(clusterStates, opts.State) {
+		names := make([]string, len(clusterStates))
+		for i, st := range clusterStates {
+			names[i] = string(st)
+		}
+		return executor.ProcessList{}, &executor.SpecError{Field: "state", Reason: fmt.Sprintf("%q is not one of %s", opts.State, strings.Join(names, ", "))}
+	}
+	jobs, total, err := s.node.c.List(ctx, cluster.Filter{Tenant: opts.Tenant, State: opts.State, Labels: opts.Labels, Limit: opts.Limit})
+	if err != nil {
+		return executor.ProcessList{}, s.node.unavailable(err)
+	}
+	list := executor.ProcessList{Processes: make([]executor.Process, 0, len(jobs)), Total: total}
+	for _, j := range jobs {
+		list.Processes = append(list.Processes, processOf(j))
+	}
+	return list, nil
+}
+
+// clusterRemove deletes an ended job: its row and output in the cluster, and
+// this node's record when it holds one.
+func (s *Service) clusterRemove(ctx context.Context, tenant, id string) error {
+	j, err := s.clusterJob(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if !j.Ended() {
+		return fmt.Errorf("process %s: %w", id, executor.ErrRunning)
+	}
+	if s.isLocal(id) {
+		if err := s.ex.Remove(ctx, id); err != nil {
+			return err
+		}
+	}
+	return s.node.unavailable(s.node.c.Remove(ctx, id))
+}
