@@ -28,6 +28,7 @@ const (
 	StateKilled    = api.StateKilled
 	StateBlocked   = api.StateBlocked
 	StateFailed    = api.StateFailed
+	StateLost      = api.StateLost
 
 	ExitTimedOut = api.ExitTimedOut
 	ExitFailed   = api.ExitFailed

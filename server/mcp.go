@@ -24,7 +24,7 @@ import (
 
 // The closed sets of the tools' inputs, as enums in their schemas.
 var (
-	stateEnum    = []any{"running", "completed", "timed_out", "killed", "blocked", "failed"}
+	stateEnum    = []any{"running", "completed", "timed_out", "killed", "blocked", "failed", "queued", "lost", "expired"} // the last three: cluster mode
 	streamEnum   = []any{"stdout", "stderr", "both"}
 	encodingEnum = []any{"utf8", "base64"}
 	signalEnum   = []any{"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGSTOP", "SIGCONT"}

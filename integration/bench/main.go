@@ -49,7 +49,7 @@ var (
 	duration = flag.Duration("d", 10*time.Second, "how long to run each concurrency level of the throughput test")
 	fixed    = flag.Int("runs", 0, "if set, run this many runs per concurrency level instead of for -d")
 	image    = flag.String("image", "airlock/minimal", "sandbox image, present in the engine")
-	only     = flag.String("only", "", "measure one part only: latency, http, pool, background, workspaces or floods")
+	only     = flag.String("only", "", "measure one part only: latency, http, pool, background, workspaces, floods or cluster")
 )
 
 // want reports whether the part is measured in this run (-only).
@@ -137,7 +137,7 @@ func run(ctx context.Context) (err error) {
 	for _, part := range []struct {
 		name    string
 		measure func(context.Context, *tabwriter.Writer) error
-	}{{"http", b.httpOverhead}, {"pool", b.pool}, {"background", b.background}, {"workspaces", b.workspaces}, {"floods", floods}} {
+	}{{"http", b.httpOverhead}, {"pool", b.pool}, {"background", b.background}, {"workspaces", b.workspaces}, {"floods", floods}, {"cluster", b.cluster}} {
 		if want(part.name) {
 			if err := part.measure(ctx, w); err != nil {
 				return err
