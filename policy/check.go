@@ -132,6 +132,8 @@ type checker struct {
 	argvBuf argvBuf
 	// finder is the visitor of fetches.
 	finder fetchFinder
+	// spareWalks are the emptied maps of walks that ended, for the next walks.
+	spareWalks []walkState
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -188,7 +190,8 @@ func (c *checker) release() {
 		return
 	}
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf}
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf,
+		spareWalks: c.spareWalks}
 	checkers.Put(c)
 }
 
@@ -775,7 +778,7 @@ func (ws *walkState) setInner(b *syntax.BinaryCmd) {
 // walk judges every statement of a parsed script (or of a function's body),
 // in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
-	w := treeWalk{c: c, src: src, depth: depth}
+	w := treeWalk{c: c, src: src, depth: depth, ws: c.takeWalkState()}
 	switch f := f.(type) {
 	case *syntax.File:
 		w.file(f)
@@ -784,6 +787,32 @@ func (c *checker) walk(src string, f syntax.Node, depth int) {
 	default:
 		panic(fmt.Sprintf("walk: unexpected root %T", f))
 	}
+	c.putWalkState(w.ws)
+}
+
+// takeWalkState returns the maps of a walk that ended, emptied, if there is
+// one: a walk with a pipeline or a here-document made its maps anew, and they
+// were a large part of the bytes a check allocated.
+func (c *checker) takeWalkState() walkState {
+	n := len(c.spareWalks)
+	if n == 0 {
+		return walkState{}
+	}
+	ws := c.spareWalks[n-1]
+	c.spareWalks[n-1] = walkState{}
+	c.spareWalks = c.spareWalks[:n-1]
+	return ws
+}
+
+// putWalkState keeps the maps of a walk that ended for the next walk, unless
+// there are none, or they grew too large to clear cheaply.
+func (c *checker) putWalkState(ws walkState) {
+	if ws.ctxs == nil && ws.inner == nil || len(ws.ctxs) > maxPooledEntries || len(ws.inner) > maxPooledEntries {
+		return
+	}
+	clear(ws.ctxs)
+	clear(ws.inner)
+	c.spareWalks = append(c.spareWalks, ws)
 }
 
 // judgeBinary, judgeStmt, judgeCall, judgeDecl and judgeLet are the judging
@@ -1204,13 +1233,19 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 			}
 			continue
 		}
-		match := r.Op.String() + " " + target
+		// The text a refusal shows ("> /etc/x") is built only for one: most
+		// redirects (2>/dev/null, > out.txt) are refused by nothing.
 		if r.Op != syntax.RdrIn {
-			if c.writeTo(target, match); c.done() {
+			if rule, ok := c.writeRule(target); ok {
+				c.refuse(rule, r.Op.String()+" "+target)
+			}
+			if c.done() {
 				return
 			}
 		}
-		c.checkPath(target, match)
+		if len(c.p.roots) > 0 {
+			c.checkPath(target, r.Op.String()+" "+target)
+		}
 	}
 }
 

@@ -301,6 +301,14 @@ func staticPart(part syntax.WordPart, quoted bool) (segment, bool) {
 		}
 		return segment{s: p.Value}, true
 	case *syntax.DblQuoted:
+		if len(p.Parts) == 1 { // "text": its one literal, without copying it through a builder
+			lit, ok := p.Parts[0].(*syntax.Lit)
+			if !ok {
+				return segment{}, false
+			}
+			s, _ := unescapeLit(lit.Value, true)
+			return segment{s: s}, true
+		}
 		var b strings.Builder
 		for _, inner := range p.Parts {
 			lit, ok := inner.(*syntax.Lit)
@@ -550,8 +558,12 @@ func (c *checker) staticString(w *syntax.Word) (string, bool) {
 // unescapeLit removes the backslashes of an unquoted (or double-quoted) literal and
 // reports whether it has unquoted glob characters.
 func unescapeLit(s string, quoted bool) (string, bool) {
-	if !litSpecial.in(s) {
+	i := litSpecial.index(s)
+	if i < 0 {
 		return s, false
+	}
+	if strings.IndexByte(s[i:], '\\') < 0 {
+		return s, !quoted // glob characters and no backslash: nothing to rewrite
 	}
 	var b strings.Builder
 	glob := false
@@ -591,13 +603,16 @@ func newByteSet(chars string) *byteSet {
 }
 
 // in reports whether s holds a byte of the set.
-func (set *byteSet) in(s string) bool {
+func (set *byteSet) in(s string) bool { return set.index(s) >= 0 }
+
+// index returns where the first byte of the set is in s, or -1.
+func (set *byteSet) index(s string) int {
 	for i := 0; i < len(s); i++ {
 		if set[s[i]] {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 var (
