@@ -128,8 +128,9 @@ type checker struct {
 	cwd string
 	// trace, when not nil, records the steps (Explain).
 	trace []Step
-	// argvBuf holds the argvs of the check's simple commands.
-	argvBuf argvBuf
+	// slabs hold the argvs of the check's simple commands, and the values
+	// expansions build.
+	slabs slabs
 	// finder is the visitor of fetches.
 	finder fetchFinder
 	// spareWalks are the emptied maps of walks that ended, for the next walks.
@@ -186,11 +187,11 @@ func (c *checker) release() {
 	clear(c.judged)
 	clear(c.argsCache)
 	clear(c.fetchedVars)
-	if !c.argvBuf.reset() {
+	if !c.slabs.reset() {
 		return
 	}
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf,
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
 		spareWalks: c.spareWalks}
 	checkers.Put(c)
 }
@@ -606,7 +607,7 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 		if len(alts)*len(choices) > maxCandidates {
 			return nil
 		}
-		alts = product(alts, choices)
+		alts = product(alts, choices, &c.slabs.segs, &c.slabs.segLists)
 	}
 	return joinAlternatives(alts)
 }
@@ -1324,7 +1325,8 @@ func partMayHoldCommands(part syntax.WordPart) bool {
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	// The common case, every word with one reading, builds one argv and nothing
 	// else; perWord is made only once a word has several readings.
-	argv := c.argvBuf.argv(len(args))
+	argv := c.slabs.words.make(len(args))
+	var perWordBuf [8][][]word // the readings of each word, on the stack for most commands
 	var perWord [][][]word
 	total := 1
 	for _, a := range args {
@@ -1332,7 +1334,7 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 			if perWord == nil {
 				argv = append(argv, w)
 			} else {
-				perWord = append(perWord, [][]word{{w}})
+				perWord = append(perWord, c.oneReading(w))
 			}
 			continue
 		}
@@ -1342,18 +1344,18 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 			continue
 		}
 		if perWord == nil {
-			perWord = [][][]word{{argv}}
+			perWord = append(perWordBuf[:0], c.slabs.wordLists.one(argv))
 		}
 		perWord = append(perWord, alts)
 		total = min(total*len(alts), maxArgvAlts+1)
 	}
 	if perWord == nil {
-		return c.argvBuf.one(argv)
+		return c.slabs.wordLists.one(argv)
 	}
 	if total <= maxArgvAlts {
-		alts := [][]word{nil}
-		for _, choices := range perWord {
-			alts = product(alts, choices)
+		alts := perWord[0] // the argv of the words before the first with several readings
+		for _, choices := range perWord[1:] {
+			alts = product(alts, choices, &c.slabs.words, &c.slabs.wordLists)
 		}
 		return alts
 	}
@@ -1372,51 +1374,61 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	return alts
 }
 
-// argvBuf hands out the argvs of one check from shared arrays: every simple
-// command has one, each was two allocations of its own, and all of them live
-// until the check ends (argsCache keeps them), so none is freed early.
-type argvBuf struct {
-	words []word   // argvs, one after another
-	lists [][]word // the one-argv lists expandArgs returns
+// slabs hand out the small slices of one check from shared arrays: the argv
+// of every simple command, and the lists of values an expansion builds. Each
+// was an allocation of its own, and all of them may live until the check ends
+// (argsCache keeps the argvs), so none is freed early: the arrays are emptied
+// together when the checker goes back to the pool.
+type slabs struct {
+	words     slab[word]      // argvs and fields
+	wordLists slab[[]word]    // lists of argvs, or of a word's readings
+	segs      slab[segment]   // the segments of a value
+	segLists  slab[[]segment] // a part's alternative values
 }
 
-// Sizes of argvBuf's arrays: a new array is this long unless one argv needs
-// more; a checker whose arrays grew past maxArgvBuf is not pooled.
+// reset empties the slabs for the next check; it reports false when one grew
+// too large to keep.
+func (b *slabs) reset() bool {
+	return b.words.reset() && b.wordLists.reset() && b.segs.reset() && b.segLists.reset()
+}
+
+// slab hands out slices from a shared array.
+type slab[T any] struct {
+	buf []T
+}
+
+// Sizes of a slab's arrays: a new array is this long unless one slice needs
+// more; a checker whose slab grew past maxSlab is not pooled.
 const (
-	argvBufChunk = 256
-	maxArgvBuf   = 4096
+	slabChunk = 256
+	maxSlab   = 4096
 )
 
-// argv returns an empty argv with room for n words. Its capacity is exactly n,
-// so that an append past it copies instead of writing over the next argv.
-func (b *argvBuf) argv(n int) []word {
-	if cap(b.words)-len(b.words) < n {
-		b.words = make([]word, 0, max(n, argvBufChunk))
+// make returns an empty slice with room for n elements. Its capacity is
+// exactly n, so that an append past it copies instead of writing over the
+// next slice.
+func (b *slab[T]) make(n int) []T {
+	if cap(b.buf)-len(b.buf) < n {
+		b.buf = make([]T, 0, max(n, slabChunk))
 	}
-	start := len(b.words)
-	b.words = b.words[:start+n]
-	return b.words[start : start : start+n]
+	start := len(b.buf)
+	b.buf = b.buf[:start+n]
+	return b.buf[start : start : start+n]
 }
 
-// one returns the list of the one argv argv.
-func (b *argvBuf) one(argv []word) [][]word {
-	if cap(b.lists) == len(b.lists) {
-		b.lists = make([][]word, 0, argvBufChunk)
-	}
-	b.lists = append(b.lists, argv)
-	n := len(b.lists)
-	return b.lists[n-1 : n : n]
+// one returns a slice of the one element v.
+func (b *slab[T]) one(v T) []T {
+	return append(b.make(1), v)
 }
 
-// reset empties the buffer for the next check, dropping what it points to; it
-// reports false when the arrays grew too large to keep.
-func (b *argvBuf) reset() bool {
-	if cap(b.words) > maxArgvBuf || cap(b.lists) > maxArgvBuf {
+// reset empties the slab, dropping what it points to; it reports false when
+// its array grew too large to keep.
+func (b *slab[T]) reset() bool {
+	if cap(b.buf) > maxSlab {
 		return false
 	}
-	clear(b.words)
-	clear(b.lists)
-	b.words, b.lists = b.words[:0], b.lists[:0]
+	clear(b.buf)
+	b.buf = b.buf[:0]
 	return true
 }
 

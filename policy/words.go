@@ -112,7 +112,7 @@ type segment struct {
 // braces expands to several words first.
 func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
 	if s, ok := plainWord(w); ok { // the common case: one plain literal or quoted string
-		return [][]word{{{s: s}}}
+		return c.oneReading(word{s: s})
 	}
 	if !hasBrace(w) {
 		return c.expandOne(src, w) // what SplitBraces would find: nothing, without copying the word
@@ -183,7 +183,7 @@ func braceCount(w *syntax.Word) int {
 // expandOne expands a word without braces into alternative field lists.
 func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 	c.step()
-	alts := [][]segment{make([]segment, 0, len(w.Parts))}
+	alts := c.slabs.segLists.one(c.slabs.segs.make(len(w.Parts)))
 	for _, part := range w.Parts {
 		if sg, ok := staticPart(part, false); ok { // most parts: no alternatives to multiply
 			for i := range alts {
@@ -192,7 +192,7 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 			continue
 		}
 		if c.unknownPart(src, part) { // one unknown part makes the whole word unknown
-			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
+			return c.oneReading(word{s: sourceOf(src, w), dynamic: true})
 		}
 		choices := c.partSegments(src, part, false)
 		if len(alts)*len(choices) > maxWordAlts {
@@ -202,9 +202,9 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 			alts = choices // what product would copy them into; splitFields only reads them
 			continue
 		}
-		alts = product(alts, choices)
+		alts = product(alts, choices, &c.slabs.segs, &c.slabs.segLists)
 	}
-	out := make([][]word, 0, len(alts))
+	out := c.slabs.wordLists.make(len(alts))
 	ifs := c.vars.ifs()
 	for _, segs := range alts {
 		out = append(out, splitFields(segs, ifs, sourceOf(src, w)))
@@ -213,18 +213,19 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 }
 
 // product appends each choice to each alternative. With one choice, the common
-// case, it appends in place rather than copying every alternative.
-func product[T any](alts [][]T, choices [][]T) [][]T {
+// case, it appends in place rather than copying every alternative; with more,
+// the copies are carved from the check's slabs.
+func product[T any](alts [][]T, choices [][]T, items *slab[T], lists *slab[[]T]) [][]T {
 	if len(choices) == 1 {
 		for i := range alts {
 			alts[i] = append(alts[i], choices[0]...)
 		}
 		return alts
 	}
-	next := make([][]T, 0, len(alts)*len(choices))
+	next := lists.make(len(alts) * len(choices))
 	for _, a := range alts {
 		for _, ch := range choices {
-			next = append(next, append(append([]T(nil), a...), ch...))
+			next = append(next, append(append(items.make(len(a)+len(ch)), a...), ch...))
 		}
 	}
 	return next
@@ -372,14 +373,14 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 	switch p := part.(type) {
 	case *syntax.Lit:
 		s, glob := unescapeLit(p.Value, quoted)
-		return [][]segment{{{s: s, glob: glob}}}
+		return c.oneValue(segment{s: s, glob: glob})
 	case *syntax.SglQuoted:
 		if p.Dollar {
-			return [][]segment{{{s: ansiC(p.Value)}}}
+			return c.oneValue(segment{s: ansiC(p.Value)})
 		}
-		return [][]segment{{{s: p.Value}}}
+		return c.oneValue(segment{s: p.Value})
 	case *syntax.DblQuoted:
-		alts := [][]segment{nil}
+		alts := c.slabs.segLists.one(c.slabs.segs.make(len(p.Parts)))
 		for _, inner := range p.Parts {
 			if sg, ok := staticPart(inner, true); ok { // as below, without the slices
 				for i := range alts {
@@ -389,22 +390,22 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			}
 			choices := c.partSegments(src, inner, true)
 			if len(alts)*len(choices) > maxWordAlts {
-				return [][]segment{{{s: sourceOf(src, p), dynamic: true}}}
+				return c.oneValue(segment{s: sourceOf(src, p), dynamic: true})
 			}
 			if len(p.Parts) == 1 {
 				alts = choices // "$x": what product would copy them into; the join below only reads them
 				continue
 			}
-			alts = product(alts, choices)
+			alts = product(alts, choices, &c.slabs.segs, &c.slabs.segLists)
 		}
 		// A quoted part is one piece of text: join, never split.
-		out := make([][]segment, 0, len(alts))
+		out := c.slabs.segLists.make(len(alts))
 		for _, a := range alts {
 			if len(a) == 1 && !a[0].brk { // one piece already: what the join would make of it
 				if a[0].dynamic {
-					out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
+					out = append(out, c.slabs.segs.one(segment{s: sourceOf(src, p), dynamic: true}))
 				} else {
-					out = append(out, []segment{{s: a[0].s}})
+					out = append(out, c.slabs.segs.one(segment{s: a[0].s}))
 				}
 				continue
 			}
@@ -421,7 +422,7 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 				dyn = dyn || sg.dynamic
 			}
 			if dyn {
-				out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
+				out = append(out, c.slabs.segs.one(segment{s: sourceOf(src, p), dynamic: true}))
 				continue
 			}
 			out = append(out, append(segs, segment{s: b.String()}))
@@ -435,29 +436,44 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 		}
 		if elems, ok := c.arrayElems(p); ok {
 			var segs []segment
+			if len(elems) > 0 {
+				segs = c.slabs.segs.make(2*len(elems) - 1)
+			}
 			for i, e := range elems {
 				if i > 0 {
 					segs = append(segs, segment{brk: true})
 				}
 				segs = append(segs, segment{s: e, split: !quoted})
 			}
-			return [][]segment{segs}
+			return c.slabs.segLists.one(segs)
 		}
 		if vals, ok := c.paramValues(p); ok {
-			out := make([][]segment, 0, len(vals))
+			out := c.slabs.segLists.make(len(vals))
 			for _, v := range vals {
-				out = append(out, []segment{{s: v, split: !quoted}})
+				out = append(out, c.slabs.segs.one(segment{s: v, split: !quoted}))
 			}
 			return out
 		}
 	case *syntax.CmdSubst:
 		if text, ok := c.cmdSubstText(src, p); ok {
-			return [][]segment{{{s: text, split: !quoted}}}
+			return c.oneValue(segment{s: text, split: !quoted})
 		}
 	}
 	// Other command and arithmetic substitutions, process substitution, extended
 	// globs, unknown parameters: only known when the command runs.
-	return [][]segment{{{s: sourceOf(src, part), dynamic: true}}}
+	return c.oneValue(segment{s: sourceOf(src, part), dynamic: true})
+}
+
+// oneValue is the list of a part's one value, of one segment, from the
+// check's slabs.
+func (c *checker) oneValue(sg segment) [][]segment {
+	return c.slabs.segLists.one(c.slabs.segs.one(sg))
+}
+
+// oneReading is the list of a word's one reading, of one field, from the
+// check's slabs.
+func (c *checker) oneReading(w word) [][]word {
+	return c.slabs.wordLists.one(c.slabs.words.one(w))
 }
 
 // cmdSubstText is the output of a command substitution when it is known:
