@@ -1324,33 +1324,37 @@ func partMayHoldCommands(part syntax.WordPart) bool {
 // expandArgs returns the alternative argvs of a simple command's words.
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	// The common case, every word with one reading, builds one argv and nothing
-	// else; perWord is made only once a word has several readings.
+	// else; a word with several readings goes to expandArgsAlts.
 	argv := c.slabs.words.make(len(args))
-	var perWordBuf [8][][]word // the readings of each word, on the stack for most commands
-	var perWord [][][]word
-	total := 1
-	for _, a := range args {
+	for i, a := range args {
 		if w, ok := c.simpleWord(src, a); ok {
-			if perWord == nil {
-				argv = append(argv, w)
-			} else {
-				perWord = append(perWord, c.oneReading(w))
-			}
+			argv = append(argv, w)
 			continue
 		}
 		alts := c.expandWord(src, a)
-		if len(alts) == 1 && perWord == nil {
-			argv = append(argv, alts[0]...)
+		if len(alts) != 1 {
+			return c.expandArgsAlts(src, args[i+1:], argv, alts)
+		}
+		argv = append(argv, alts[0]...)
+	}
+	return c.slabs.wordLists.one(argv)
+}
+
+// expandArgsAlts is expandArgs from the first word with several readings on:
+// argv holds the words before it, alts are its readings, and args the words
+// after it.
+func (c *checker) expandArgsAlts(src string, args []*syntax.Word, argv []word, alts [][]word) [][]word {
+	var perWordBuf [8][][]word // the readings of each word, on the stack for most commands
+	perWord := append(perWordBuf[:0], c.slabs.wordLists.one(argv), alts)
+	total := min(len(alts), maxArgvAlts+1)
+	for _, a := range args {
+		if w, ok := c.simpleWord(src, a); ok {
+			perWord = append(perWord, c.oneReading(w))
 			continue
 		}
-		if perWord == nil {
-			perWord = append(perWordBuf[:0], c.slabs.wordLists.one(argv))
-		}
+		alts := c.expandWord(src, a)
 		perWord = append(perWord, alts)
 		total = min(total*len(alts), maxArgvAlts+1)
-	}
-	if perWord == nil {
-		return c.slabs.wordLists.one(argv)
 	}
 	if total <= maxArgvAlts {
 		alts := perWord[0] // the argv of the words before the first with several readings
@@ -1365,13 +1369,13 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	for _, choices := range perWord {
 		longest = max(longest, len(choices))
 	}
-	alts := make([][]word, longest)
-	for i := range alts {
+	out := make([][]word, longest)
+	for i := range out {
 		for _, choices := range perWord {
-			alts[i] = append(alts[i], choices[i%len(choices)]...)
+			out[i] = append(out[i], choices[i%len(choices)]...)
 		}
 	}
-	return alts
+	return out
 }
 
 // slabs hand out the small slices of one check from shared arrays: the argv

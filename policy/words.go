@@ -207,7 +207,7 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 	out := c.slabs.wordLists.make(len(alts))
 	ifs := c.vars.ifs()
 	for _, segs := range alts {
-		out = append(out, splitFields(segs, ifs, sourceOf(src, w)))
+		out = append(out, splitFields(segs, ifs, sourceOf(src, w), &c.slabs.words))
 	}
 	return out
 }
@@ -231,20 +231,24 @@ func product[T any](alts [][]T, choices [][]T, items *slab[T], lists *slab[[]T])
 	return next
 }
 
-// splitFields joins segments into fields, splitting the unquoted expansions on ifs.
-func splitFields(segs []segment, ifs, source string) []word {
+// splitFields joins segments into fields, splitting the unquoted expansions
+// on ifs. The first field takes its room from items: most words are one.
+func splitFields(segs []segment, ifs, source string, items *slab[word]) []word {
 	var fields []word
 	var cur word
 	started := false // a quoted empty string is still a field
 	flush := func() {
 		if started {
+			if fields == nil {
+				fields = items.make(1)
+			}
 			fields = append(fields, cur)
 		}
 		cur, started = word{}, false
 	}
 	for _, sg := range segs {
 		if sg.dynamic {
-			return []word{{s: source, dynamic: true}}
+			return items.one(word{s: source, dynamic: true})
 		}
 		if sg.brk {
 			flush()
