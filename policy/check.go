@@ -128,10 +128,13 @@ type checker struct {
 	cwd string
 	// trace, when not nil, records the steps (Explain).
 	trace []Step
-	// argvBuf holds the argvs of the check's simple commands.
-	argvBuf argvBuf
+	// slabs hold the argvs of the check's simple commands, and the values
+	// expansions build.
+	slabs slabs
 	// finder is the visitor of fetches.
 	finder fetchFinder
+	// spareWalks are the emptied maps of walks that ended, for the next walks.
+	spareWalks []walkState
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -184,11 +187,12 @@ func (c *checker) release() {
 	clear(c.judged)
 	clear(c.argsCache)
 	clear(c.fetchedVars)
-	if !c.argvBuf.reset() {
+	if !c.slabs.reset() {
 		return
 	}
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], argvBuf: c.argvBuf}
+		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
+		spareWalks: c.spareWalks}
 	checkers.Put(c)
 }
 
@@ -603,7 +607,7 @@ func (c *checker) expandWordNoSplit(src string, w *syntax.Word) []string {
 		if len(alts)*len(choices) > maxCandidates {
 			return nil
 		}
-		alts = product(alts, choices)
+		alts = product(alts, choices, &c.slabs.segs, &c.slabs.segLists)
 	}
 	return joinAlternatives(alts)
 }
@@ -775,7 +779,7 @@ func (ws *walkState) setInner(b *syntax.BinaryCmd) {
 // walk judges every statement of a parsed script (or of a function's body),
 // in source order.
 func (c *checker) walk(src string, f syntax.Node, depth int) {
-	w := treeWalk{c: c, src: src, depth: depth}
+	w := treeWalk{c: c, src: src, depth: depth, ws: c.takeWalkState()}
 	switch f := f.(type) {
 	case *syntax.File:
 		w.file(f)
@@ -784,6 +788,32 @@ func (c *checker) walk(src string, f syntax.Node, depth int) {
 	default:
 		panic(fmt.Sprintf("walk: unexpected root %T", f))
 	}
+	c.putWalkState(w.ws)
+}
+
+// takeWalkState returns the maps of a walk that ended, emptied, if there is
+// one: a walk with a pipeline or a here-document made its maps anew, and they
+// were a large part of the bytes a check allocated.
+func (c *checker) takeWalkState() walkState {
+	n := len(c.spareWalks)
+	if n == 0 {
+		return walkState{}
+	}
+	ws := c.spareWalks[n-1]
+	c.spareWalks[n-1] = walkState{}
+	c.spareWalks = c.spareWalks[:n-1]
+	return ws
+}
+
+// putWalkState keeps the maps of a walk that ended for the next walk, unless
+// there are none, or they grew too large to clear cheaply.
+func (c *checker) putWalkState(ws walkState) {
+	if ws.ctxs == nil && ws.inner == nil || len(ws.ctxs) > maxPooledEntries || len(ws.inner) > maxPooledEntries {
+		return
+	}
+	clear(ws.ctxs)
+	clear(ws.inner)
+	c.spareWalks = append(c.spareWalks, ws)
 }
 
 // judgeBinary, judgeStmt, judgeCall, judgeDecl and judgeLet are the judging
@@ -1204,13 +1234,19 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 			}
 			continue
 		}
-		match := r.Op.String() + " " + target
+		// The text a refusal shows ("> /etc/x") is built only for one: most
+		// redirects (2>/dev/null, > out.txt) are refused by nothing.
 		if r.Op != syntax.RdrIn {
-			if c.writeTo(target, match); c.done() {
+			if rule, ok := c.writeRule(target); ok {
+				c.refuse(rule, r.Op.String()+" "+target)
+			}
+			if c.done() {
 				return
 			}
 		}
-		c.checkPath(target, match)
+		if len(c.p.roots) > 0 {
+			c.checkPath(target, r.Op.String()+" "+target)
+		}
 	}
 }
 
@@ -1288,37 +1324,42 @@ func partMayHoldCommands(part syntax.WordPart) bool {
 // expandArgs returns the alternative argvs of a simple command's words.
 func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	// The common case, every word with one reading, builds one argv and nothing
-	// else; perWord is made only once a word has several readings.
-	argv := c.argvBuf.argv(len(args))
-	var perWord [][][]word
-	total := 1
-	for _, a := range args {
+	// else; a word with several readings goes to expandArgsAlts.
+	argv := c.slabs.words.make(len(args))
+	for i, a := range args {
 		if w, ok := c.simpleWord(src, a); ok {
-			if perWord == nil {
-				argv = append(argv, w)
-			} else {
-				perWord = append(perWord, [][]word{{w}})
-			}
+			argv = append(argv, w)
 			continue
 		}
 		alts := c.expandWord(src, a)
-		if len(alts) == 1 && perWord == nil {
-			argv = append(argv, alts[0]...)
+		if len(alts) != 1 {
+			return c.expandArgsAlts(src, args[i+1:], argv, alts)
+		}
+		argv = append(argv, alts[0]...)
+	}
+	return c.slabs.wordLists.one(argv)
+}
+
+// expandArgsAlts is expandArgs from the first word with several readings on:
+// argv holds the words before it, alts are its readings, and args the words
+// after it.
+func (c *checker) expandArgsAlts(src string, args []*syntax.Word, argv []word, alts [][]word) [][]word {
+	var perWordBuf [8][][]word // the readings of each word, on the stack for most commands
+	perWord := append(perWordBuf[:0], c.slabs.wordLists.one(argv), alts)
+	total := min(len(alts), maxArgvAlts+1)
+	for _, a := range args {
+		if w, ok := c.simpleWord(src, a); ok {
+			perWord = append(perWord, c.oneReading(w))
 			continue
 		}
-		if perWord == nil {
-			perWord = [][][]word{{argv}}
-		}
+		alts := c.expandWord(src, a)
 		perWord = append(perWord, alts)
 		total = min(total*len(alts), maxArgvAlts+1)
 	}
-	if perWord == nil {
-		return c.argvBuf.one(argv)
-	}
 	if total <= maxArgvAlts {
-		alts := [][]word{nil}
-		for _, choices := range perWord {
-			alts = product(alts, choices)
+		alts := perWord[0] // the argv of the words before the first with several readings
+		for _, choices := range perWord[1:] {
+			alts = product(alts, choices, &c.slabs.words, &c.slabs.wordLists)
 		}
 		return alts
 	}
@@ -1328,60 +1369,70 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	for _, choices := range perWord {
 		longest = max(longest, len(choices))
 	}
-	alts := make([][]word, longest)
-	for i := range alts {
+	out := make([][]word, longest)
+	for i := range out {
 		for _, choices := range perWord {
-			alts[i] = append(alts[i], choices[i%len(choices)]...)
+			out[i] = append(out[i], choices[i%len(choices)]...)
 		}
 	}
-	return alts
+	return out
 }
 
-// argvBuf hands out the argvs of one check from shared arrays: every simple
-// command has one, each was two allocations of its own, and all of them live
-// until the check ends (argsCache keeps them), so none is freed early.
-type argvBuf struct {
-	words []word   // argvs, one after another
-	lists [][]word // the one-argv lists expandArgs returns
+// slabs hand out the small slices of one check from shared arrays: the argv
+// of every simple command, and the lists of values an expansion builds. Each
+// was an allocation of its own, and all of them may live until the check ends
+// (argsCache keeps the argvs), so none is freed early: the arrays are emptied
+// together when the checker goes back to the pool.
+type slabs struct {
+	words     slab[word]      // argvs and fields
+	wordLists slab[[]word]    // lists of argvs, or of a word's readings
+	segs      slab[segment]   // the segments of a value
+	segLists  slab[[]segment] // a part's alternative values
 }
 
-// Sizes of argvBuf's arrays: a new array is this long unless one argv needs
-// more; a checker whose arrays grew past maxArgvBuf is not pooled.
+// reset empties the slabs for the next check; it reports false when one grew
+// too large to keep.
+func (b *slabs) reset() bool {
+	return b.words.reset() && b.wordLists.reset() && b.segs.reset() && b.segLists.reset()
+}
+
+// slab hands out slices from a shared array.
+type slab[T any] struct {
+	buf []T
+}
+
+// Sizes of a slab's arrays: a new array is this long unless one slice needs
+// more; a checker whose slab grew past maxSlab is not pooled.
 const (
-	argvBufChunk = 256
-	maxArgvBuf   = 4096
+	slabChunk = 256
+	maxSlab   = 4096
 )
 
-// argv returns an empty argv with room for n words. Its capacity is exactly n,
-// so that an append past it copies instead of writing over the next argv.
-func (b *argvBuf) argv(n int) []word {
-	if cap(b.words)-len(b.words) < n {
-		b.words = make([]word, 0, max(n, argvBufChunk))
+// make returns an empty slice with room for n elements. Its capacity is
+// exactly n, so that an append past it copies instead of writing over the
+// next slice.
+func (b *slab[T]) make(n int) []T {
+	if cap(b.buf)-len(b.buf) < n {
+		b.buf = make([]T, 0, max(n, slabChunk))
 	}
-	start := len(b.words)
-	b.words = b.words[:start+n]
-	return b.words[start : start : start+n]
+	start := len(b.buf)
+	b.buf = b.buf[:start+n]
+	return b.buf[start : start : start+n]
 }
 
-// one returns the list of the one argv argv.
-func (b *argvBuf) one(argv []word) [][]word {
-	if cap(b.lists) == len(b.lists) {
-		b.lists = make([][]word, 0, argvBufChunk)
-	}
-	b.lists = append(b.lists, argv)
-	n := len(b.lists)
-	return b.lists[n-1 : n : n]
+// one returns a slice of the one element v.
+func (b *slab[T]) one(v T) []T {
+	return append(b.make(1), v)
 }
 
-// reset empties the buffer for the next check, dropping what it points to; it
-// reports false when the arrays grew too large to keep.
-func (b *argvBuf) reset() bool {
-	if cap(b.words) > maxArgvBuf || cap(b.lists) > maxArgvBuf {
+// reset empties the slab, dropping what it points to; it reports false when
+// its array grew too large to keep.
+func (b *slab[T]) reset() bool {
+	if cap(b.buf) > maxSlab {
 		return false
 	}
-	clear(b.words)
-	clear(b.lists)
-	b.words, b.lists = b.words[:0], b.lists[:0]
+	clear(b.buf)
+	b.buf = b.buf[:0]
 	return true
 }
 

@@ -112,7 +112,7 @@ type segment struct {
 // braces expands to several words first.
 func (c *checker) expandWord(src string, w *syntax.Word) [][]word {
 	if s, ok := plainWord(w); ok { // the common case: one plain literal or quoted string
-		return [][]word{{{s: s}}}
+		return c.oneReading(word{s: s})
 	}
 	if !hasBrace(w) {
 		return c.expandOne(src, w) // what SplitBraces would find: nothing, without copying the word
@@ -183,7 +183,7 @@ func braceCount(w *syntax.Word) int {
 // expandOne expands a word without braces into alternative field lists.
 func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 	c.step()
-	alts := [][]segment{make([]segment, 0, len(w.Parts))}
+	alts := c.slabs.segLists.one(c.slabs.segs.make(len(w.Parts)))
 	for _, part := range w.Parts {
 		if sg, ok := staticPart(part, false); ok { // most parts: no alternatives to multiply
 			for i := range alts {
@@ -192,7 +192,7 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 			continue
 		}
 		if c.unknownPart(src, part) { // one unknown part makes the whole word unknown
-			return [][]word{{{s: sourceOf(src, w), dynamic: true}}}
+			return c.oneReading(word{s: sourceOf(src, w), dynamic: true})
 		}
 		choices := c.partSegments(src, part, false)
 		if len(alts)*len(choices) > maxWordAlts {
@@ -202,48 +202,53 @@ func (c *checker) expandOne(src string, w *syntax.Word) [][]word {
 			alts = choices // what product would copy them into; splitFields only reads them
 			continue
 		}
-		alts = product(alts, choices)
+		alts = product(alts, choices, &c.slabs.segs, &c.slabs.segLists)
 	}
-	out := make([][]word, 0, len(alts))
+	out := c.slabs.wordLists.make(len(alts))
 	ifs := c.vars.ifs()
 	for _, segs := range alts {
-		out = append(out, splitFields(segs, ifs, sourceOf(src, w)))
+		out = append(out, splitFields(segs, ifs, sourceOf(src, w), &c.slabs.words))
 	}
 	return out
 }
 
 // product appends each choice to each alternative. With one choice, the common
-// case, it appends in place rather than copying every alternative.
-func product[T any](alts [][]T, choices [][]T) [][]T {
+// case, it appends in place rather than copying every alternative; with more,
+// the copies are carved from the check's slabs.
+func product[T any](alts [][]T, choices [][]T, items *slab[T], lists *slab[[]T]) [][]T {
 	if len(choices) == 1 {
 		for i := range alts {
 			alts[i] = append(alts[i], choices[0]...)
 		}
 		return alts
 	}
-	next := make([][]T, 0, len(alts)*len(choices))
+	next := lists.make(len(alts) * len(choices))
 	for _, a := range alts {
 		for _, ch := range choices {
-			next = append(next, append(append([]T(nil), a...), ch...))
+			next = append(next, append(append(items.make(len(a)+len(ch)), a...), ch...))
 		}
 	}
 	return next
 }
 
-// splitFields joins segments into fields, splitting the unquoted expansions on ifs.
-func splitFields(segs []segment, ifs, source string) []word {
+// splitFields joins segments into fields, splitting the unquoted expansions
+// on ifs. The first field takes its room from items: most words are one.
+func splitFields(segs []segment, ifs, source string, items *slab[word]) []word {
 	var fields []word
 	var cur word
 	started := false // a quoted empty string is still a field
 	flush := func() {
 		if started {
+			if fields == nil {
+				fields = items.make(1)
+			}
 			fields = append(fields, cur)
 		}
 		cur, started = word{}, false
 	}
 	for _, sg := range segs {
 		if sg.dynamic {
-			return []word{{s: source, dynamic: true}}
+			return items.one(word{s: source, dynamic: true})
 		}
 		if sg.brk {
 			flush()
@@ -301,6 +306,14 @@ func staticPart(part syntax.WordPart, quoted bool) (segment, bool) {
 		}
 		return segment{s: p.Value}, true
 	case *syntax.DblQuoted:
+		if len(p.Parts) == 1 { // "text": its one literal, without copying it through a builder
+			lit, ok := p.Parts[0].(*syntax.Lit)
+			if !ok {
+				return segment{}, false
+			}
+			s, _ := unescapeLit(lit.Value, true)
+			return segment{s: s}, true
+		}
 		var b strings.Builder
 		for _, inner := range p.Parts {
 			lit, ok := inner.(*syntax.Lit)
@@ -364,14 +377,14 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 	switch p := part.(type) {
 	case *syntax.Lit:
 		s, glob := unescapeLit(p.Value, quoted)
-		return [][]segment{{{s: s, glob: glob}}}
+		return c.oneValue(segment{s: s, glob: glob})
 	case *syntax.SglQuoted:
 		if p.Dollar {
-			return [][]segment{{{s: ansiC(p.Value)}}}
+			return c.oneValue(segment{s: ansiC(p.Value)})
 		}
-		return [][]segment{{{s: p.Value}}}
+		return c.oneValue(segment{s: p.Value})
 	case *syntax.DblQuoted:
-		alts := [][]segment{nil}
+		alts := c.slabs.segLists.one(c.slabs.segs.make(len(p.Parts)))
 		for _, inner := range p.Parts {
 			if sg, ok := staticPart(inner, true); ok { // as below, without the slices
 				for i := range alts {
@@ -381,22 +394,22 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			}
 			choices := c.partSegments(src, inner, true)
 			if len(alts)*len(choices) > maxWordAlts {
-				return [][]segment{{{s: sourceOf(src, p), dynamic: true}}}
+				return c.oneValue(segment{s: sourceOf(src, p), dynamic: true})
 			}
 			if len(p.Parts) == 1 {
 				alts = choices // "$x": what product would copy them into; the join below only reads them
 				continue
 			}
-			alts = product(alts, choices)
+			alts = product(alts, choices, &c.slabs.segs, &c.slabs.segLists)
 		}
 		// A quoted part is one piece of text: join, never split.
-		out := make([][]segment, 0, len(alts))
+		out := c.slabs.segLists.make(len(alts))
 		for _, a := range alts {
 			if len(a) == 1 && !a[0].brk { // one piece already: what the join would make of it
 				if a[0].dynamic {
-					out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
+					out = append(out, c.slabs.segs.one(segment{s: sourceOf(src, p), dynamic: true}))
 				} else {
-					out = append(out, []segment{{s: a[0].s}})
+					out = append(out, c.slabs.segs.one(segment{s: a[0].s}))
 				}
 				continue
 			}
@@ -413,7 +426,7 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 				dyn = dyn || sg.dynamic
 			}
 			if dyn {
-				out = append(out, []segment{{s: sourceOf(src, p), dynamic: true}})
+				out = append(out, c.slabs.segs.one(segment{s: sourceOf(src, p), dynamic: true}))
 				continue
 			}
 			out = append(out, append(segs, segment{s: b.String()}))
@@ -427,29 +440,44 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 		}
 		if elems, ok := c.arrayElems(p); ok {
 			var segs []segment
+			if len(elems) > 0 {
+				segs = c.slabs.segs.make(2*len(elems) - 1)
+			}
 			for i, e := range elems {
 				if i > 0 {
 					segs = append(segs, segment{brk: true})
 				}
 				segs = append(segs, segment{s: e, split: !quoted})
 			}
-			return [][]segment{segs}
+			return c.slabs.segLists.one(segs)
 		}
 		if vals, ok := c.paramValues(p); ok {
-			out := make([][]segment, 0, len(vals))
+			out := c.slabs.segLists.make(len(vals))
 			for _, v := range vals {
-				out = append(out, []segment{{s: v, split: !quoted}})
+				out = append(out, c.slabs.segs.one(segment{s: v, split: !quoted}))
 			}
 			return out
 		}
 	case *syntax.CmdSubst:
 		if text, ok := c.cmdSubstText(src, p); ok {
-			return [][]segment{{{s: text, split: !quoted}}}
+			return c.oneValue(segment{s: text, split: !quoted})
 		}
 	}
 	// Other command and arithmetic substitutions, process substitution, extended
 	// globs, unknown parameters: only known when the command runs.
-	return [][]segment{{{s: sourceOf(src, part), dynamic: true}}}
+	return c.oneValue(segment{s: sourceOf(src, part), dynamic: true})
+}
+
+// oneValue is the list of a part's one value, of one segment, from the
+// check's slabs.
+func (c *checker) oneValue(sg segment) [][]segment {
+	return c.slabs.segLists.one(c.slabs.segs.one(sg))
+}
+
+// oneReading is the list of a word's one reading, of one field, from the
+// check's slabs.
+func (c *checker) oneReading(w word) [][]word {
+	return c.slabs.wordLists.one(c.slabs.words.one(w))
 }
 
 // cmdSubstText is the output of a command substitution when it is known:
@@ -550,8 +578,12 @@ func (c *checker) staticString(w *syntax.Word) (string, bool) {
 // unescapeLit removes the backslashes of an unquoted (or double-quoted) literal and
 // reports whether it has unquoted glob characters.
 func unescapeLit(s string, quoted bool) (string, bool) {
-	if !litSpecial.in(s) {
+	i := litSpecial.index(s)
+	if i < 0 {
 		return s, false
+	}
+	if strings.IndexByte(s[i:], '\\') < 0 {
+		return s, !quoted // glob characters and no backslash: nothing to rewrite
 	}
 	var b strings.Builder
 	glob := false
@@ -591,13 +623,16 @@ func newByteSet(chars string) *byteSet {
 }
 
 // in reports whether s holds a byte of the set.
-func (set *byteSet) in(s string) bool {
+func (set *byteSet) in(s string) bool { return set.index(s) >= 0 }
+
+// index returns where the first byte of the set is in s, or -1.
+func (set *byteSet) index(s string) int {
 	for i := 0; i < len(s); i++ {
 		if set[s[i]] {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 var (
