@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -533,8 +534,38 @@ func (s *Service) clusterGet(ctx context.Context, tenant, id string) (executor.R
 		return local, nil // a job of this node whose end the cluster has not recorded yet, or one from before the cluster
 	case err != nil:
 		return executor.Result{}, err
+	case j.State == api.StateRunning && j.Node != s.node.self.ID:
+		// Its node answers with its live usage; the row, when it cannot.
+		if c, perr := s.peer(ctx, j.Node, tenant); perr == nil {
+			if r, perr := c.Get(ctx, id); perr == nil {
+				return r, nil
+			}
+		}
 	}
 	return resultOf(j), nil
+}
+
+// peer is a client of node id's HTTP API, calling as the tenant: with the
+// tenant's token from this node's configuration, which every node of a
+// cluster shares (docs/cluster.md, "Jobs across nodes").
+func (s *Service) peer(ctx context.Context, id, tenant string) (*client.Client, error) {
+	nodes, err := s.node.c.Nodes(ctx)
+	if err != nil {
+		return nil, s.node.unavailable(err)
+	}
+	token := ""
+	for _, t := range s.cfg.Tokens {
+		if t.Tenant == tenant {
+			token = t.Token
+			break
+		}
+	}
+	for _, n := range nodes {
+		if n.ID == id && n.Live {
+			return client.New("http://"+n.Address, token)
+		}
+	}
+	return nil, fmt.Errorf("%w: node %s is not live", errElsewhere, id)
 }
 
 // clusterLogsOf answers Logs in cluster mode: from this node's record when it
@@ -551,17 +582,24 @@ func (s *Service) clusterLogsOf(ctx context.Context, tenant, id string, opts exe
 		return executor.Logs{}, err
 	}
 	if !j.Ended() {
-		if j.Node == "" {
+		if j.Node == "" || j.State != api.StateRunning {
 			return executor.Logs{}, fmt.Errorf("%w: job %s waits in the queue and has no output yet", errElsewhere, id)
 		}
-		return executor.Logs{}, fmt.Errorf("%w: job %s runs on node %s: its output is read there (follow it, or ask node %s) until it ends, and from any node after",
-			errElsewhere, id, j.Node, j.Node)
+		c, err := s.peer(ctx, j.Node, tenant)
+		if err == nil {
+			var l executor.Logs
+			if l, err = c.Logs(ctx, id, opts); err == nil || !isTransport(err) {
+				return l, err
+			}
+		}
+		return executor.Logs{}, fmt.Errorf("%w: job %s runs on node %s, which holds its output until it ends, and did not answer: %v",
+			errElsewhere, id, j.Node, err)
 	}
 	return s.clusterLogs(ctx, j, opts)
 }
 
-// clusterFollow follows a job that runs on another node: its output arrives
-// once the job has ended, from the cluster, from opts.Offset on.
+// clusterFollow follows a job that runs on another node: live through that
+// node, or from the cluster once the job has ended (from opts.Offset on).
 func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts executor.LogsOptions, begin func()) (executor.Result, error) {
 	if _, err := s.clusterJob(ctx, tenant, id); err != nil {
 		return executor.Result{}, err
@@ -570,6 +608,15 @@ func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts exe
 		return executor.Result{}, err
 	}
 	begin()
+	if j, err := s.clusterJob(ctx, tenant, id); err == nil && j.State == api.StateRunning && j.Node != s.node.self.ID {
+		// Its node follows it live; the end comes from the cluster.
+		if c, err := s.peer(ctx, j.Node, tenant); err == nil {
+			if _, err := c.Logs(ctx, id, opts); err != nil {
+				return executor.Result{}, err
+			}
+			return s.clusterGet(ctx, tenant, id)
+		}
+	}
 	j, err := s.awaitEnd(ctx, tenant, id)
 	if err != nil {
 		return executor.Result{}, err
@@ -705,4 +752,11 @@ func (s *Service) clusterRemove(ctx context.Context, tenant, id string) error {
 		}
 	}
 	return s.node.unavailable(s.node.c.Remove(ctx, id))
+}
+
+// isTransport tells whether err is a failure to reach a peer rather than its
+// answer.
+func isTransport(err error) bool {
+	var e *api.Error
+	return !errors.As(err, &e)
 }
