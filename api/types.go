@@ -50,10 +50,10 @@ type Spec struct {
 	// Report names the JUnit XML files the run writes in its workspace
 	// ("junit:reports/*.xml"); the Result then carries their summary in Tests.
 	Report string `json:"report,omitempty" jsonschema:"JUnit XML reports the command writes in its workspace, as junit:GLOB (e.g. junit:reports/*.xml); the result then has tests: passed, failed, and each failure's name and message"`
-	// QueueTimeout bounds, in cluster mode, how long a background job waits in
-	// the queue for a node with room; 0 means 30 s. Past it the start fails
+	// QueueTimeout bounds, in cluster mode, how long a run or background job
+	// waits in the queue for room; 0 means 30 s. Past it the request fails
 	// with ErrQueueTimeout and nothing runs.
-	QueueTimeout Seconds `json:"queue_timeout,omitempty" jsonschema:"cluster mode: seconds a background job may wait for a node with room before its start fails (default 30)"`
+	QueueTimeout Seconds `json:"queue_timeout,omitempty" jsonschema:"cluster mode: seconds the run or background job may wait for room (node slots, the tenant's limit) before it fails with queue_timeout (default 30)"`
 	// Retry is, in cluster mode, how many times a background job is run again
 	// when its node dies while it runs; 0 makes such a job lost. Only for
 	// idempotent work.

@@ -59,6 +59,9 @@ type NewJob struct {
 	// while running it. 0, the default, makes such a job lost: only idempotent
 	// work should ask for retries.
 	Retry int
+	// CallerNode, when set, makes the job a foreground run: only that node,
+	// which holds its caller's connection, may claim it. List leaves runs out.
+	CallerNode string
 }
 
 // Job is a job's row.
@@ -72,6 +75,8 @@ type Job struct {
 	Workspace string
 	Memory    int64
 	Retry     int // retries left
+	// CallerNode is set for a foreground run: the node that holds its caller.
+	CallerNode string
 
 	QueueTimeout  time.Duration
 	QueuedAt      time.Time
@@ -135,7 +140,8 @@ var endStates = map[api.State]bool{
 // jobColumns is what scanJob reads, in order.
 var jobColumns = `id, tenant, spec, state, coalesce(node, ''), attempt, coalesce(workspace, ''),
 	memory, retry, ` + micros("queue_timeout") + `, queued_at, queue_deadline, placed_at,
-	started_at, ended_at, coalesce(ended_by, ''), exit_code, reason, result, last_seen, launched_at`
+	started_at, ended_at, coalesce(ended_by, ''), exit_code, reason, result, last_seen, launched_at,
+	coalesce(caller_node, '')`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
@@ -145,7 +151,7 @@ func scanJob(row pgx.Row) (Job, error) {
 	var placed, started, ended, seen, launched *time.Time
 	err := row.Scan(&j.ID, &j.Tenant, &spec, &state, &j.Node, &j.Attempt, &j.Workspace,
 		&j.Memory, &j.Retry, &timeout, &j.QueuedAt, &j.QueueDeadline, &placed,
-		&started, &ended, &j.EndedBy, &j.ExitCode, &j.Reason, &result, &seen, &launched)
+		&started, &ended, &j.EndedBy, &j.ExitCode, &j.Reason, &result, &seen, &launched, &j.CallerNode)
 	if err != nil {
 		return Job{}, err
 	}
@@ -214,15 +220,18 @@ func (c *Cluster) Enqueue(ctx context.Context, nj NewJob) (Job, error) {
 				return fmt.Errorf("%w: workspace %s", ErrNotFound, nj.Workspace)
 			}
 		}
-		var ws *string
+		var ws, caller *string
 		if nj.Workspace != "" {
 			ws = &nj.Workspace
 		}
+		if nj.CallerNode != "" {
+			caller = &nj.CallerNode
+		}
 		job, err = scanJob(tx.QueryRow(ctx, `
-			insert into airlock.jobs (id, tenant, spec, state, workspace, memory, retry, queue_timeout, queue_deadline)
-			values ($1, $2, $3, 'queued', $4, $5, $6, $7::bigint * interval '1 microsecond', now() + $7::bigint * interval '1 microsecond')
+			insert into airlock.jobs (id, tenant, spec, state, workspace, memory, retry, queue_timeout, queue_deadline, caller_node)
+			values ($1, $2, $3, 'queued', $4, $5, $6, $7::bigint * interval '1 microsecond', now() + $7::bigint * interval '1 microsecond', $8)
 			returning `+jobColumns,
-			nj.ID, nj.Tenant, string(nj.Spec), ws, nj.Memory, nj.Retry, nj.QueueTimeout.Microseconds()))
+			nj.ID, nj.Tenant, string(nj.Spec), ws, nj.Memory, nj.Retry, nj.QueueTimeout.Microseconds(), caller))
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 			return ErrExists
@@ -482,6 +491,7 @@ func (c *Cluster) List(ctx context.Context, f Filter) ([]Job, int, error) {
 		select `+jobColumns+`, count(*) over ()
 		from airlock.jobs
 		where ($1 = '' or tenant = $1) and ($2 = '' or state = $2) and spec @> $3::jsonb
+			and caller_node is null
 		order by seq desc
 		limit $4`, f.Tenant, string(f.State), string(labels), limit)
 	if err != nil {

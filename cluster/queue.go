@@ -79,6 +79,7 @@ const pickJob = `
 			(select 1 from airlock.workspaces w where w.id = j.workspace and w.node = $1))
 		and (t.max_running is null or t.max_running = 0 or coalesce(a.n, 0) < t.max_running)
 		and j.tenant <> all ($3::text[])
+		and (j.caller_node is null or j.caller_node = $1)
 	order by coalesce(a.n, 0), j.seq
 	limit 1
 	for update of j skip locked`

@@ -65,6 +65,20 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 			return err
 		}
 		if len(dead) > 0 {
+			// A foreground run's caller was connected to its node: nobody
+			// waits for it any more, and it is never run elsewhere.
+			runs, err := ids(ctx, tx, `
+				update airlock.jobs j set state = 'lost', exit_code = 125, ended_at = now(),
+					last_seen = n.heartbeat_at,
+					reason = format('lost with node %s, which held its caller (node last seen %s)', j.node, `+lastSeen+`)
+				from airlock.nodes n
+				where n.id = j.node and j.node = any ($1) and j.state in ('placed', 'running')
+					and j.caller_node is not null
+				returning j.id`, dead)
+			if err != nil {
+				return err
+			}
+			s.Lost = append(s.Lost, runs...)
 			if s.Requeued, err = ids(ctx, tx, `
 				update airlock.jobs j set state = 'queued', node = null, placed_at = null,
 					queue_deadline = now() + j.queue_timeout,
@@ -86,16 +100,18 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 				returning j.id`, dead); err != nil {
 				return err
 			}
-			if s.Lost, err = ids(ctx, tx, `
+			lost, err := ids(ctx, tx, `
 				update airlock.jobs j set state = 'lost', exit_code = 125, ended_at = now(),
 					last_seen = n.heartbeat_at, spec = j.spec - 'env' - 'stdin',
 					reason = format('lost with node %s: its lease expired while the job ran (node last seen %s); it was not run again',
 						j.node, `+lastSeen+`)
 				from airlock.nodes n
 				where n.id = j.node and j.node = any ($1) and j.state = 'running'
-				returning j.id`, dead); err != nil {
+				returning j.id`, dead)
+			if err != nil {
 				return err
 			}
+			s.Lost = append(s.Lost, lost...)
 		}
 		s.Expired, err = ids(ctx, tx, `
 			update airlock.jobs set state = 'expired', exit_code = 125, ended_at = now(),

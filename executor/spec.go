@@ -126,12 +126,8 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 	if s.Retry < 0 || s.Retry > maxRetry {
 		return bad("retry", "must be between 0 and %d", maxRetry)
 	}
-	if !background && (s.QueueTimeout != 0 || s.Retry != 0) {
-		field := "queue_timeout"
-		if s.Retry != 0 {
-			field = "retry"
-		}
-		return bad(field, "is for background jobs in cluster mode; a foreground run has neither")
+	if !background && s.Retry != 0 {
+		return bad("retry", "is for background jobs in cluster mode; a foreground run is never run again")
 	}
 
 	if s.User == "" {

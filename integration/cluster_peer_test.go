@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -59,5 +60,53 @@ func TestClusterOutputOfARunningJobFromAnyNode(t *testing.T) {
 	}
 	if got := stdoutOf(t, other, p.ID); got != want {
 		t.Errorf("logs after the end via node %s: %q, want %q", other.id, got, want)
+	}
+}
+
+// TestClusterRunsWaitTheirTurn runs foreground runs through a one-slot node:
+// they take turns in the cluster's queue, and one that cannot get the slot
+// within its queue timeout fails with queue_timeout, having run nothing.
+func TestClusterRunsWaitTheirTurn(t *testing.T) {
+	nodes := startCluster(t, 1, 1)
+	a := nodes[0]
+	ctx := t.Context()
+
+	// Eight runs at once through one slot: every one completes, one at a time.
+	var wg sync.WaitGroup
+	results := make([]api.Result, 8)
+	errs := make([]error, 8)
+	for i := range results {
+		wg.Go(func() {
+			results[i], errs[i] = a.c.Run(ctx, api.Spec{Command: "echo run; sleep 0.2", QueueTimeout: 120}, nil, nil)
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if errs[i] != nil || r.State != api.StateCompleted || r.Stdout != "run\n" {
+			t.Errorf("run %d: %s %q %v", i, r.State, r.Stdout, errs[i])
+		}
+	}
+
+	// The slot is taken by a job: a run with a 1 s queue timeout gives up.
+	p, err := a.c.Start(ctx, api.Spec{Command: "sleep 300", QueueTimeout: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	r, err := a.c.Run(ctx, api.Spec{Command: "echo should-not-run", QueueTimeout: 1}, nil, nil)
+	var apiErr *api.Error
+	if err == nil || !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.Code != "queue_timeout" {
+		t.Fatalf("run on a full node: %+v, %v; want 503 queue_timeout", r, err)
+	}
+	if d := time.Since(t0); d < time.Second || d > 10*time.Second {
+		t.Errorf("the run gave up after %s; its queue timeout was 1 s", d)
+	}
+	if !strings.Contains(err.Error(), "queue timeout of 1s") {
+		t.Errorf("the error does not name the wait: %v", err)
+	}
+	killJob(t, a, p.ID)
+	// The slot is free again.
+	if r, err := a.c.Run(ctx, api.Spec{Command: "echo after", QueueTimeout: 30}, nil, nil); err != nil || r.Stdout != "after\n" {
+		t.Fatalf("run after the job ended: %+v, %v", r, err)
 	}
 }

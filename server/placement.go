@@ -32,6 +32,9 @@ type placer struct {
 
 	mu       sync.Mutex
 	starting map[string]bool // claimed, not yet launched or given back
+	// runs are the foreground runs of this node's callers, from their queueing
+	// to their end: the claim loop hands each its placement on the channel.
+	runs map[string]chan cluster.Job
 }
 
 // claimEvery is how often an idle node looks for queued work it was not woken
@@ -45,7 +48,7 @@ const (
 // startPlacing starts the node's claim loop; NewService calls it once the jobs
 // already running here are tracked.
 func (s *Service) startPlacing() {
-	s.placer = &placer{wake: make(chan struct{}, 1), starting: map[string]bool{}}
+	s.placer = &placer{wake: make(chan struct{}, 1), starting: map[string]bool{}, runs: map[string]chan cluster.Job{}}
 	s.reconcilePlaced(s.trackCtx)
 	s.trackers.Go(func() {
 		claim := time.NewTicker(claimEvery)
@@ -92,6 +95,23 @@ func (s *Service) claimAll(ctx context.Context) {
 		}
 		s.placer.mu.Lock()
 		s.placer.starting[j.ID] = true
+		if j.CallerNode != "" { // a run: its caller starts it
+			ch := s.placer.runs[j.ID]
+			if ch != nil {
+				ch <- j // buffered, and sent once: under the lock, so that a caller that gives up finds it
+			}
+			s.placer.mu.Unlock()
+			if ch == nil {
+				s.trackers.Go(func() {
+					s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
+						Reason: "its caller went away before it could run"})
+					s.placer.mu.Lock()
+					delete(s.placer.starting, j.ID)
+					s.placer.mu.Unlock()
+				})
+			}
+			continue
+		}
 		s.placer.mu.Unlock()
 		s.trackers.Go(func() {
 			defer func() {
@@ -164,9 +184,7 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 	}
 }
 
-// finishPlaced records the end of a job this node ran, with its output, until
-// the database takes it, the cluster refuses it (the job is no longer this
-// node's: ErrFenced), or the service closes (the next start records it).
+// finishPlaced records the end of a job this node ran, with its output.
 func (s *Service) finishPlaced(id string, fence cluster.Fence, res executor.Result) {
 	end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}
 	if res.Blocked {
@@ -178,6 +196,13 @@ func (s *Service) finishPlaced(id string, fence cluster.Fence, res executor.Resu
 		end.Stdout = cluster.Stream{Data: logs.Stdout, Total: max(logs.StdoutBytes, int64(len(logs.Stdout)))}
 		end.Stderr = cluster.Stream{Data: logs.Stderr, Total: max(logs.StderrBytes, int64(len(logs.Stderr)))}
 	}
+	s.recordEnd(id, fence, end)
+}
+
+// recordEnd records the end of a job or run this node ran until the database
+// takes it, the cluster refuses it (it is no longer this node's: ErrFenced),
+// or the service closes (the next start records it, or the sweep).
+func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End) {
 	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		ctx, cancel := context.WithTimeout(s.trackCtx, 30*time.Second)
 		err := s.node.c.Finish(ctx, id, fence, end)
@@ -243,9 +268,14 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 	}
 	for _, j := range assigned {
 		s.placer.mu.Lock()
-		starting := s.placer.starting[j.ID]
+		busy := s.placer.starting[j.ID] || s.placer.runs[j.ID] != nil
 		s.placer.mu.Unlock()
-		if starting {
+		if busy {
+			continue
+		}
+		if j.CallerNode != "" { // a run whose caller is gone: this process did not queue it
+			s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
+				Reason: "node " + j.Node + " restarted while the run waited or ran; its caller was gone"})
 			continue
 		}
 		switch j.State {
@@ -759,4 +789,93 @@ func (s *Service) clusterRemove(ctx context.Context, tenant, id string) error {
 func isTransport(err error) bool {
 	var e *api.Error
 	return !errors.As(err, &e)
+}
+
+// placeRun queues a foreground run in the cluster, for this node only (it
+// holds the caller's connection), so that runs count against the node's slots
+// and the tenant's cluster-wide limit and wait their turn fairly with jobs.
+// It returns once the run may start, recorded as started; the returned func
+// records its end. Past its queue timeout the answer is ErrQueueTimeout.
+func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admitted) (func(executor.Result), error) {
+	if err := s.tenantLimits(ctx, t); err != nil {
+		return nil, err
+	}
+	id, spec := a.ID(), a.Spec()
+	timeout := cmp.Or(spec.QueueTimeout.Duration(), cluster.DefaultQueueTimeout)
+	spec.Env, spec.Stdin = nil, nil // never needed off this node: kept out of the database
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan cluster.Job, 1)
+	s.placer.mu.Lock()
+	s.placer.runs[id] = ch
+	s.placer.mu.Unlock()
+	forget := func() {
+		s.placer.mu.Lock()
+		delete(s.placer.runs, id)
+		delete(s.placer.starting, id)
+		s.placer.mu.Unlock()
+	}
+	_, err = s.node.c.Enqueue(ctx, cluster.NewJob{ID: id, Tenant: t.name, Spec: specJSON, Memory: spec.Memory,
+		QueueTimeout: timeout, CallerNode: s.node.self.ID})
+	if err != nil {
+		forget()
+		if errors.Is(err, cluster.ErrQueueFull) {
+			return nil, fmt.Errorf("%w: %v", ErrBusy, err)
+		}
+		return nil, s.node.unavailable(err)
+	}
+	s.wakePlacer()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var j cluster.Job
+	for j.ID == "" {
+		select {
+		case j = <-ch:
+		case <-timer.C:
+			e, err := s.node.c.Expire(context.WithoutCancel(ctx), id)
+			switch {
+			case err != nil:
+				forget()
+				return nil, s.node.unavailable(err)
+			case e.State == cluster.StateExpired:
+				forget()
+				return nil, fmt.Errorf("%w: run %s: %s; nothing ran", api.ErrQueueTimeout, id, e.Reason)
+			}
+			// Placed as it expired: its placement is on its way.
+		case <-ctx.Done():
+			s.placer.mu.Lock()
+			delete(s.placer.runs, id)
+			s.placer.mu.Unlock()
+			select {
+			case j = <-ch: // placed as the caller left: its slot is given back
+				s.trackers.Go(func() {
+					s.recordEnd(id, j.Fence(), cluster.End{State: api.StateKilled, ExitCode: 137, Reason: "its caller went away before it ran"})
+				})
+			default: // still queued: it leaves the queue
+				s.node.c.RequestKill(context.WithoutCancel(ctx), id, "SIGKILL", 0)
+			}
+			forget()
+			return nil, ctx.Err()
+		}
+	}
+	err = s.node.c.Start(ctx, id, j.Fence())
+	s.placer.mu.Lock()
+	delete(s.placer.starting, id)
+	s.placer.mu.Unlock()
+	if err != nil {
+		forget()
+		return nil, s.node.unavailable(err)
+	}
+	return func(res executor.Result) {
+		end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}
+		if end.State == "" || end.State == api.StateRunning { // the run failed before it had a Result
+			end = cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed, Reason: "the run did not complete"}
+		}
+		s.trackers.Go(func() {
+			s.recordEnd(id, j.Fence(), end)
+			forget()
+		})
+	}, nil
 }

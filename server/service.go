@@ -400,14 +400,22 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	if err != nil {
 		return executor.Result{}, err
 	}
-	release, err := s.reserve(t)
+	var res executor.Result
+	var ended func(executor.Result)
+	if s.node != nil && a.Decision().Allowed {
+		ended, err = s.placeRun(ctx, t, a) // a slot on this node, by the cluster's queue
+	} else {
+		var release func()
+		release, err = s.reserve(t)
+		ended = func(executor.Result) { release() }
+	}
 	if err != nil {
 		return executor.Result{}, err
 	}
-	defer release()
+	defer func() { ended(res) }()
 	s.auditStart(a, via, remote)
 	if !a.Decision().Allowed {
-		res, err := s.ex.Execute(ctx, a) // blocked: the executor makes the Result, nothing runs
+		res, err = s.ex.Execute(ctx, a) // blocked: the executor makes the Result, nothing runs
 		s.metrics.ended("foreground", res)
 		return res, err
 	}
@@ -416,7 +424,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	}
 	gauge := s.metrics.running.WithLabelValues("foreground")
 	gauge.Inc()
-	res, err := s.ex.Execute(ctx, a, opts...)
+	res, err = s.ex.Execute(ctx, a, opts...)
 	gauge.Dec()
 	ev := specEvent("run.finish", t.name, a.Spec()).withResult(res)
 	ev.Via, ev.Remote = via, remote

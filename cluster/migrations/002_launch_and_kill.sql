@@ -2,6 +2,11 @@
 -- container runs, and the node that queued the job answers its caller then.
 alter table airlock.jobs add column launched_at timestamptz;
 
+-- A foreground run waits in the queue like a job, and counts against its
+-- node's slots and its tenant's limits; only the node that holds its caller's
+-- connection runs it.
+alter table airlock.jobs add column caller_node text;
+
 -- Kills asked of any node for a job another node runs: the job's row carries
 -- the request until its node has delivered it (docs/cluster.md, "Kill").
 alter table airlock.jobs
