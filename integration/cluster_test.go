@@ -2,9 +2,13 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -29,7 +33,9 @@ import (
 // room, and answered for (get, list, logs, kill, wait) by any node. A node
 // that dies loses its running jobs; one that was paused past its lease comes
 // back to find them lost, and removes their containers without changing what
-// the cluster decided (docs/cluster.md).
+// the cluster decided. A restart of PostgreSQL loses nothing; a node cut off
+// from it (a proxy between them) loses its running jobs, like a paused one
+// (docs/cluster.md).
 //
 // All nodes share the test's engine, as if each had a host of its own: a
 // node's containers are told apart by their io.airlock.node label.
@@ -56,12 +62,21 @@ type clusterNode struct {
 }
 
 // startCluster starts a throw-away PostgreSQL and n nodes on it, each with
-// slots sandboxes and the extra flags. When the test ends, the nodes are
-// stopped and every container carrying one of their ids is removed; a test
-// that passed must have left none behind.
+// slots sandboxes and the extra flags (startClusterOn).
 func startCluster(t *testing.T, n, slots int, extra ...string) []*clusterNode {
 	t.Helper()
 	pg := pgtest.New(t)
+	return startClusterOn(t, slices.Repeat([]string{pg.URL()}, n), slots, extra...)
+}
+
+// startClusterOn starts a node for each of the database URLs, which name one
+// database (a URL each, so that a node can reach it another way: through a
+// proxy), each with slots sandboxes and the extra flags. When the test ends,
+// the nodes are stopped and every container carrying one of their ids is
+// removed; a test that passed must have left none behind.
+func startClusterOn(t *testing.T, databases []string, slots int, extra ...string) []*clusterNode {
+	t.Helper()
+	n := len(databases)
 	suffix := randomHex(3)
 	ids := make([]string, n)
 	for i := range ids {
@@ -71,7 +86,7 @@ func startCluster(t *testing.T, n, slots int, extra ...string) []*clusterNode {
 	t.Cleanup(func() { removeNodeContainers(t, ids) })
 	nodes := make([]*clusterNode, n)
 	for i, id := range ids {
-		proc := startNode(t, pg, id, append([]string{"--node-slots", strconv.Itoa(slots)}, extra...)...)
+		proc := startNode(t, databases[i], id, append([]string{"--node-slots", strconv.Itoa(slots)}, extra...)...)
 		c, err := client.New(proc.url, "")
 		if err != nil {
 			t.Fatal(err)
@@ -102,19 +117,19 @@ func startCluster(t *testing.T, n, slots int, extra ...string) []*clusterNode {
 	return nodes
 }
 
-// startNode starts `airlock serve` as node id of the cluster on pg, on a free
-// port and a data dir of its own, with a 2 s lease, and waits until it is
-// ready. The warm pool is off, so that every container with the node's label
+// startNode starts `airlock serve` as node id of the cluster whose database
+// is at dbURL, on a free port and a data dir of its own, with a 2 s lease,
+// and waits until it is ready. The warm pool is off, so that every container with the node's label
 // is one of its jobs, and the tenant's max_concurrent is raised out of the
 // way of the nodes' slots; extra flags come after, and override these.
 // When the test ends, the node gets SIGTERM (and SIGCONT, should the test
 // have left it stopped), and its log is shown if the test failed.
-func startNode(t *testing.T, pg *pgtest.Server, id string, extra ...string) *serveProcess {
+func startNode(t *testing.T, dbURL, id string, extra ...string) *serveProcess {
 	t.Helper()
 	addr := freePort(t)
 	s := &serveProcess{url: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	args := []string{"serve", "--listen", addr, "--data", t.TempDir(),
-		"--database", pg.URL(), "--node-id", id, "--lease", "2",
+		"--database", dbURL, "--node-id", id, "--lease", "2",
 		"--pool", "airlock/minimal=0", "--max-concurrent", "64"}
 	s.cmd = exec.Command(airlockCLI(t), append(args, extra...)...)
 	s.cmd.Env = os.Environ()
@@ -629,6 +644,260 @@ func TestClusterQueue(t *testing.T) {
 	}
 }
 
+// TestClusterPostgresRestart stops PostgreSQL for longer than a lease while six
+// jobs run on two nodes, and starts it again. While it is down, a start is
+// refused at once with 503 and no node is ready; the jobs' sandboxes run on.
+// Once it is back, both nodes are ready again and every job ends completed,
+// once, on its own node, with its output. None is lost, although every node's
+// lease lapsed during the outage: the sweep judges a node dead only after a
+// whole lease since PostgreSQL started (docs/cluster.md, "When PostgreSQL is
+// unreachable").
+func TestClusterPostgresRestart(t *testing.T) {
+	pg := pgtest.New(t)
+	nodes := startClusterOn(t, []string{pg.URL(), pg.URL()}, 4)
+	ctx := t.Context()
+	run := randomHex(6)
+	labels := func(kind string) map[string]string { return map[string]string{"run": run, "kind": kind} }
+	// outage is how long PostgreSQL stays down: longer than a lease.
+	const outage = 3 * time.Second
+
+	// Six jobs that outlast the outage, started through both nodes at once.
+	// Two nodes of 4 slots run them at once, so each runs two at least.
+	const jobs = 6
+	started := startConcurrently(t, jobs, jobs, func(i int) (api.Process, error) {
+		return nodes[i%2].c.Start(ctx, api.Spec{Command: fmt.Sprintf("sleep 8; echo done-%d", i),
+			Labels: labels("outage"), Timeout: 60, QueueTimeout: 30})
+	})
+	perNode := map[string]int{}
+	for _, p := range started {
+		checkStarted(t, nodes, p)
+		perNode[p.Node]++
+	}
+	for _, p := range started {
+		via := otherNode(t, nodes, p.Node)
+		if r, err := via.c.Get(ctx, p.ID); err != nil || r.State != api.StateRunning || r.Node != p.Node {
+			t.Fatalf("job %s, via node %s: state %s node %q, %v; want it running on node %s when PostgreSQL stops",
+				p.ID, via.id, r.State, r.Node, err, p.Node)
+		}
+	}
+	for _, n := range nodes {
+		if perNode[n.id] == 0 {
+			t.Errorf("node %s runs none of the %d jobs (jobs by node: %v)", n.id, jobs, perNode)
+		}
+	}
+	t.Logf("jobs by node: %v", perNode)
+
+	// Should the test end while PostgreSQL is down, it is started again before
+	// the nodes stop (cleanups run last first); otherwise this does nothing.
+	t.Cleanup(func() { pg.Start(context.Background()) })
+	if err := pg.Stop(ctx); err != nil {
+		t.Fatalf("stop PostgreSQL: %v", err)
+	}
+	down := time.Now()
+
+	// While it is down, a start is refused at once through either node: no
+	// node can queue or place work. Neither node is ready.
+	for _, n := range nodes {
+		t0 := time.Now()
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		p, err := n.c.Start(sctx, api.Spec{Command: "echo never", Labels: labels("refused"), Timeout: 60, QueueTimeout: 30})
+		cancel()
+		var ae *api.Error
+		switch {
+		case err == nil:
+			t.Errorf("a job started via node %s while PostgreSQL was down: %+v", n.id, p)
+		case !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || ae.Code != "database_unavailable":
+			t.Errorf("start via node %s while PostgreSQL was down, after %s: %v (%#v); want a 503 database_unavailable",
+				n.id, since(t0), err, err)
+		default:
+			t.Logf("start via node %s refused after %s: %v", n.id, since(t0), err)
+		}
+		if status, code, err := readyz(n); err != nil || status != http.StatusServiceUnavailable || code != "database_unavailable" {
+			t.Errorf("readyz of node %s while PostgreSQL was down: %d %q, %v; want 503 database_unavailable", n.id, status, code, err)
+		}
+	}
+
+	time.Sleep(time.Until(down.Add(outage)))
+	if err := pg.Start(ctx); err != nil {
+		t.Fatalf("start PostgreSQL again: %v", err)
+	}
+	up := time.Now()
+	// The nodes' last heartbeats were before the stop: every lease lapsed.
+	t.Logf("PostgreSQL was down for %s (lease %s)", up.Sub(down).Round(time.Millisecond), clusterLease)
+
+	// Both nodes are ready again within 20 s.
+	for _, n := range nodes {
+		var status int
+		var code string
+		var err error
+		if !eventually(time.Until(up.Add(20*time.Second)), func() bool {
+			status, code, err = readyz(n)
+			return err == nil && status == http.StatusOK
+		}) {
+			t.Errorf("node %s is not ready 20 s after PostgreSQL started again: readyz %d %q, %v", n.id, status, code, err)
+		}
+	}
+	t.Logf("both nodes ready %s after PostgreSQL started again", since(up))
+
+	// Every job completes on the node that started it, once, with its output,
+	// as read through the other node: none was lost.
+	for i, p := range started {
+		via := otherNode(t, nodes, p.Node)
+		want := fmt.Sprintf("done-%d\n", i)
+		r := waitEnd(t, via, p.ID)
+		if r.State != api.StateCompleted || r.ExitCode != 0 || r.Stdout != want || r.Node != p.Node {
+			t.Errorf("job %d (%s) on node %s, waited via node %s: state %s exit %d stdout %q node %q error %q; want completed, 0, %q on node %s",
+				i, p.ID, p.Node, via.id, r.State, r.ExitCode, r.Stdout, r.Node, r.Error, want, p.Node)
+		}
+		if got := stdoutOf(t, via, p.ID); got != want {
+			t.Errorf("job %d (%s): logs via node %s = %q, want %q", i, p.ID, via.id, got, want)
+		}
+	}
+	for _, n := range nodes {
+		l, err := n.c.List(ctx, api.ListOptions{Labels: labels("outage"), Limit: 100})
+		if err != nil {
+			t.Fatalf("list via node %s: %v", n.id, err)
+		}
+		if l.Total != jobs {
+			t.Errorf("list via node %s: %d jobs, want %d", n.id, l.Total, jobs)
+		}
+		for _, p := range l.Processes {
+			if p.State != api.StateCompleted {
+				t.Errorf("list via node %s: job %s on node %s is %s (%s), want completed", n.id, p.ID, p.Node, p.State, p.Error)
+			}
+		}
+		// The starts refused during the outage left nothing behind.
+		if l, err := n.c.List(ctx, api.ListOptions{Labels: labels("refused"), Limit: 100}); err != nil || l.Total != 0 {
+			t.Errorf("list the starts refused during the outage via node %s: total %d, %v; want none", n.id, l.Total, err)
+		}
+	}
+	if list, err := nodes[0].c.Nodes(ctx); err != nil {
+		t.Errorf("nodes: %v", err)
+	} else {
+		for _, n := range nodes {
+			if i := slices.IndexFunc(list.Nodes, func(s api.Node) bool { return s.ID == n.id }); i < 0 || !list.Nodes[i].Live {
+				t.Errorf("node %s is not listed live after the restart: %+v", n.id, list.Nodes)
+			}
+		}
+	}
+
+	// A job started after the restart runs.
+	p, err := nodes[1].c.Start(ctx, api.Spec{Command: "echo after-restart", Labels: labels("after"), Timeout: 60, QueueTimeout: 30})
+	if err != nil {
+		t.Fatalf("start via node %s after the restart: %v", nodes[1].id, err)
+	}
+	checkStarted(t, nodes, p)
+	via := otherNode(t, nodes, p.Node)
+	if r := waitEnd(t, via, p.ID); r.State != api.StateCompleted || r.ExitCode != 0 || r.Stdout != "after-restart\n" || r.Node != p.Node {
+		t.Errorf("the job started after the restart (%s, node %s), waited via node %s: state %s exit %d stdout %q node %q error %q; want completed, 0, %q",
+			p.ID, p.Node, via.id, r.State, r.ExitCode, r.Stdout, r.Node, r.Error, "after-restart\n")
+	}
+}
+
+// TestClusterNodeCutOff cuts node A off from PostgreSQL (a proxy between them
+// closes A's connections and refuses new ones) while A, its container and the
+// rest of the cluster run on. The cluster declares A's running job lost, and
+// node B's job runs on; A is not ready. Once the connection is back, A finds
+// its job lost, removes its container, is ready again, and answers lost for
+// the job, as the cluster decided.
+func TestClusterNodeCutOff(t *testing.T) {
+	pg := pgtest.New(t, pgtest.WithTCP())
+	proxy := startProxy(t, pg.Addr())
+	viaProxy, err := url.Parse(pg.TCPURL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaProxy.Host = proxy.addr()
+	nodes := startClusterOn(t, []string{viaProxy.String(), pg.URL()}, 4)
+	// Should the test end while A is cut off, A is reconnected before the
+	// nodes stop (cleanups run last first).
+	t.Cleanup(proxy.heal)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	run := randomHex(6)
+	sleeper := api.Spec{Command: "sleep 300", Labels: map[string]string{"run": run, "kind": "sleeper"}, QueueTimeout: 60}
+
+	onA := startSleeperOn(t, nodes, a, sleeper)
+	onB := startSleeperOn(t, nodes, b, sleeper)
+	// The sleepers' containers, and no other: those of the sleepers that ran
+	// elsewhere were removed when they were killed.
+	for _, n := range nodes {
+		if !eventually(20*time.Second, func() bool { return len(nodeContainers(t, n.id)) == 1 }) {
+			t.Fatalf("node %s runs one sleeper; containers labelled %s=%s: %v", n.id, labelNode, n.id, nodeContainers(t, n.id))
+		}
+	}
+
+	proxy.cut()
+	t0 := time.Now()
+	r := waitState(t, b, onA.ID, api.StateLost, lostWithin)
+	if r.ExitCode != 125 || !strings.Contains(r.Error, a.id) || r.Node != a.id {
+		t.Errorf("lost sleeper %s: exit %d, error %q, node %q; want 125 and an error naming node %s", onA.ID, r.ExitCode, r.Error, r.Node, a.id)
+	}
+	t.Logf("node %s's job was lost %s after the node was cut off", a.id, since(t0))
+	if r, err := b.c.Get(ctx, onB.ID); err != nil || r.State != api.StateRunning || r.Node != b.id {
+		t.Errorf("sleeper %s on node %s: state %s node %q, %v; want it running there", onB.ID, b.id, r.State, r.Node, err)
+	}
+	if status, code, err := readyz(a); err != nil || status != http.StatusServiceUnavailable || code != "database_unavailable" {
+		t.Errorf("readyz of node %s while cut off: %d %q, %v; want 503 database_unavailable", a.id, status, code, err)
+	}
+	if status, code, err := readyz(b); err != nil || status != http.StatusOK {
+		t.Errorf("readyz of node %s while node %s is cut off: %d %q, %v; want 200", b.id, a.id, status, code, err)
+	}
+	t.Logf("node %s's containers while it is cut off: %v", a.id, nodeContainers(t, a.id))
+
+	proxy.heal()
+	t1 := time.Now()
+	deadline := t1.Add(20 * time.Second)
+	if !eventually(time.Until(deadline), func() bool { return len(nodeContainers(t, a.id)) == 0 }) {
+		t.Errorf("node %s, reconnected 20 s ago, still has the container of its lost job: %v", a.id, nodeContainers(t, a.id))
+	}
+	var status int
+	var code string
+	if !eventually(time.Until(deadline), func() bool {
+		status, code, err = readyz(a)
+		return err == nil && status == http.StatusOK
+	}) {
+		t.Errorf("node %s is not ready 20 s after it was reconnected: readyz %d %q, %v", a.id, status, code, err)
+	}
+	var got api.Result
+	if !eventually(time.Until(deadline), func() bool {
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		got, err = a.c.Get(gctx, onA.ID)
+		return err == nil && got.State == api.StateLost
+	}) {
+		t.Errorf("sleeper %s via node %s, 20 s after the node was reconnected: state %s exit %d node %q error %q, %v; want lost",
+			onA.ID, a.id, got.State, got.ExitCode, got.Node, got.Error, err)
+	}
+	t.Logf("node %s removed its container, is ready and answers lost %s after it was reconnected", a.id, since(t1))
+
+	// Whatever A tried to record about its job when it killed the container
+	// (its end) was refused: the job stays lost, as every node answers.
+	time.Sleep(clusterLease)
+	for _, n := range nodes {
+		r, err := n.c.Get(ctx, onA.ID)
+		if err != nil || r.State != api.StateLost || r.ExitCode != 125 || r.Node != a.id || !strings.Contains(r.Error, a.id) {
+			t.Errorf("sleeper %s via node %s after node %s was reconnected: state %s exit %d node %q error %q, %v; want lost, 125, on %s",
+				onA.ID, n.id, a.id, r.State, r.ExitCode, r.Node, r.Error, err, a.id)
+		}
+	}
+
+	// A takes work again.
+	p, err := a.c.Start(ctx, api.Spec{Command: "echo after-heal", Labels: map[string]string{"run": run, "kind": "after"}, Timeout: 60, QueueTimeout: 30})
+	if err != nil {
+		t.Fatalf("start via node %s after it was reconnected: %v", a.id, err)
+	}
+	checkStarted(t, nodes, p)
+	if r := waitEnd(t, a, p.ID); r.State != api.StateCompleted || r.ExitCode != 0 || r.Stdout != "after-heal\n" || r.Node != p.Node {
+		t.Errorf("the job started via node %s after it was reconnected (%s, node %s): state %s exit %d stdout %q node %q error %q; want completed, 0, %q",
+			a.id, p.ID, p.Node, r.State, r.ExitCode, r.Stdout, r.Node, r.Error, "after-heal\n")
+	}
+
+	if r := killJob(t, b, onB.ID); r.State != api.StateKilled {
+		t.Errorf("sleeper %s: state %s after the kill, want killed", onB.ID, r.State)
+	}
+}
+
 // startConcurrently starts n jobs from workers goroutines (start(i) starts
 // the i-th) and returns them in order; any error fails the test, once all
 // have returned.
@@ -812,4 +1081,175 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// startSleeperOn starts spec through node via until the job runs there, at
+// most 8 times, then kills those that ran elsewhere.
+func startSleeperOn(t *testing.T, nodes []*clusterNode, via *clusterNode, spec api.Spec) api.Process {
+	t.Helper()
+	var elsewhere []api.Process
+	for range 8 {
+		p, err := via.c.Start(t.Context(), spec)
+		if err != nil {
+			t.Fatalf("start a sleeper via node %s: %v", via.id, err)
+		}
+		checkStarted(t, nodes, p)
+		if p.Node != via.id {
+			elsewhere = append(elsewhere, p)
+			continue
+		}
+		for _, o := range elsewhere {
+			if r := killJob(t, nodeByID(t, nodes, o.Node), o.ID); r.State != api.StateKilled {
+				t.Errorf("sleeper %s: state %s after the kill, want killed", o.ID, r.State)
+			}
+		}
+		return p
+	}
+	t.Fatalf("8 sleepers started through node %s, none runs there", via.id)
+	return api.Process{}
+}
+
+// nodeByID is the node whose id is id.
+func nodeByID(t *testing.T, nodes []*clusterNode, id string) *clusterNode {
+	t.Helper()
+	i := slices.IndexFunc(nodes, func(n *clusterNode) bool { return n.id == id })
+	if i < 0 {
+		t.Fatalf("no node %q", id)
+	}
+	return nodes[i]
+}
+
+// readyz asks node n's /readyz, for up to 10 s: the status, and the error's
+// code when it is not ready.
+func readyz(n *clusterNode) (status int, code string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", n.proc.url+"/readyz", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var body struct{ Error *api.Error }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return resp.StatusCode, "", fmt.Errorf("readyz of node %s: %d, not JSON: %w", n.id, resp.StatusCode, err)
+	}
+	if body.Error != nil {
+		code = body.Error.Code
+	}
+	return resp.StatusCode, code, nil
+}
+
+// pgProxy is a TCP proxy in front of PostgreSQL that a test can cut: every
+// connection through it is closed, and new ones are closed as soon as they
+// are accepted, until it heals.
+type pgProxy struct {
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup // the accept loop and the connections' copies
+
+	mu     sync.Mutex
+	cutOff bool
+	conns  map[net.Conn]bool // open, both sides
+}
+
+// startProxy listens on a free loopback port and forwards what it accepts to
+// target, until the test ends.
+func startProxy(t *testing.T, target string) *pgProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pgProxy{l: l, target: target, conns: map[net.Conn]bool{}}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+// addr is the proxy's address, host:port.
+func (p *pgProxy) addr() string { return p.l.Addr().String() }
+
+func (p *pgProxy) accept() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return // closed
+		}
+		if !p.track(c) {
+			c.Close()
+			continue
+		}
+		p.wg.Go(func() { p.forward(c) })
+	}
+}
+
+// forward copies between c and a connection to the target, both ways, until
+// either side closes or the proxy is cut.
+func (p *pgProxy) forward(c net.Conn) {
+	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		p.drop(c)
+		return
+	}
+	if !p.track(up) {
+		p.drop(c, up)
+		return
+	}
+	p.wg.Go(func() {
+		io.Copy(up, c)
+		p.drop(c, up)
+	})
+	io.Copy(c, up)
+	p.drop(c, up)
+}
+
+// track adds c to the open connections, unless the proxy is cut.
+func (p *pgProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutOff {
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+// drop closes connections and forgets them.
+func (p *pgProxy) drop(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// cut closes every connection through the proxy, and those it accepts from
+// now on, until heal.
+func (p *pgProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutOff = true
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// heal lets new connections through again.
+func (p *pgProxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutOff = false
+}
+
+// close stops the proxy: no connection is left open.
+func (p *pgProxy) close() {
+	p.l.Close()
+	p.cut()
+	p.wg.Wait()
 }
