@@ -111,6 +111,14 @@ func TestNormalizeRejects(t *testing.T) {
 		{name: "label managed reserved", spec: Spec{Command: "true", Labels: map[string]string{LabelManaged: "false"}}, wantField: "labels." + LabelManaged},
 		{name: "label name empty", spec: Spec{Command: "true", Labels: map[string]string{"": "x"}}, wantField: "labels"},
 		{name: "NUL in label value", spec: Spec{Command: "true", Labels: map[string]string{"agent": "a\x00"}}, wantField: "labels.agent"},
+		{name: "queue_timeout negative", spec: Spec{Command: "true", QueueTimeout: -1}, wantField: "queue_timeout"},
+		{name: "queue_timeout NaN", spec: Spec{Command: "true", QueueTimeout: Seconds(math.NaN())}, wantField: "queue_timeout"},
+		{name: "queue_timeout over an hour", spec: Spec{Command: "true", QueueTimeout: 3601}, wantField: "queue_timeout"},
+		{name: "queue_timeout +Inf", spec: Spec{Command: "true", QueueTimeout: Seconds(math.Inf(1))}, wantField: "queue_timeout"},
+		{name: "queue_timeout below 0.01s", spec: Spec{Command: "true", QueueTimeout: 0.001}, wantField: "queue_timeout"},
+		{name: "retry negative", spec: Spec{Command: "true", Background: true, Retry: -1}, wantField: "retry"},
+		{name: "retry over 10", spec: Spec{Command: "true", Background: true, Retry: 11}, wantField: "retry"},
+		{name: "retry on a foreground run", spec: Spec{Command: "true", Retry: 1}, wantField: "retry"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,10 +58,14 @@ func TestFakeAdmissionIsPerTenant(t *testing.T) {
 		done <- status
 	}()
 	<-f.Started
-	status, data, header := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "true"})
+	t0 := time.Now()
+	status, data, header := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "true", "queue_timeout": 0.3})
 	wantError(t, status, data, http.StatusTooManyRequests, "busy", "")
 	if header.Get("Retry-After") == "" {
 		t.Error("429 without Retry-After")
+	}
+	if d := time.Since(t0); d < 300*time.Millisecond || !strings.Contains(string(data), "queue timeout of 300ms") {
+		t.Errorf("the refusal came after %s, saying %s; want after its queue timeout of 0.3s, naming it", d, data)
 	}
 	// Beta's limit is its own.
 	status, data, _ = h.do("POST", "/v1/check", tokB, map[string]any{"command": "true"})
@@ -73,6 +79,53 @@ func TestFakeAdmissionIsPerTenant(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the held run never ended at its timeout")
+	}
+}
+
+// TestReserveTakesTurns: a tenant at its limit waits, first in first out,
+// for a place within its queue timeout; one that gives up loses no place.
+func TestReserveTakesTurns(t *testing.T) {
+	s := &Service{}
+	tn := &tenantState{limits: Tenant{MaxConcurrent: 1}}
+	ctx := t.Context()
+	held, err := s.reserve(ctx, tn, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.reserve(ctx, tn, 50*time.Millisecond); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "queue timeout of 50ms") {
+		t.Fatalf("past its queue timeout: %v, want ErrBusy naming the wait", err)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	order := make(chan int, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			c := ctx
+			if i == 1 {
+				c = gone // the second caller leaves before its turn
+			}
+			release, err := s.reserve(c, tn, 10*time.Second)
+			if err != nil {
+				order <- -i
+				return
+			}
+			order <- i
+			time.Sleep(20 * time.Millisecond)
+			release()
+		})
+		time.Sleep(50 * time.Millisecond) // each queues after the one before
+	}
+	cancel()
+	if got := <-order; got != -1 {
+		t.Fatalf("the caller that left: %d", got)
+	}
+	held()
+	wg.Wait()
+	if a, b := <-order, <-order; a != 0 || b != 2 {
+		t.Fatalf("turns %d, %d; want 0 then 2", a, b)
+	}
+	if tn.active != 0 || len(tn.turns) != 0 {
+		t.Fatalf("after every release: %d active, %d waiting", tn.active, len(tn.turns))
 	}
 }
 

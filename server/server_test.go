@@ -420,7 +420,7 @@ func TestAuthAndTenants(t *testing.T) {
 		t.Fatalf("beta start: %d %s", status, data)
 	}
 	job := decode[executor.Process](t, data)
-	status, data, header := h.do("POST", "/v1/processes", tokB, map[string]any{"command": "echo"})
+	status, data, header := h.do("POST", "/v1/processes", tokB, map[string]any{"command": "echo", "queue_timeout": 0.2})
 	wantError(t, status, data, 429, "busy", "")
 	if header.Get("Retry-After") == "" {
 		t.Fatal("429 without Retry-After")

@@ -58,6 +58,9 @@ type tenantState struct {
 
 	mu     sync.Mutex
 	active int
+	// turns are the requests waiting for a place, first in first out; each is
+	// closed when it may go.
+	turns []chan struct{}
 	// clusterLimits is set once the tenant's limits are in the cluster's database.
 	clusterLimits bool
 }
@@ -344,22 +347,58 @@ func (s *Service) owned(tenant, id string) (*tenantState, error) {
 	return t, s.own(t, id)
 }
 
-// reserve counts a new run against the tenant's concurrency limit, or refuses it.
-func (s *Service) reserve(t *tenantState) (release func(), err error) {
+// reserve counts a new run against the tenant's concurrency limit. A tenant
+// at its limit waits its turn, first in first out, up to wait (the request's
+// queue_timeout): then the answer is ErrBusy, naming the wait.
+func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duration) (release func(), err error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.active >= t.limits.MaxConcurrent {
-		return nil, fmt.Errorf("%w: the tenant has %d runs active, its limit; retry when one ends", ErrBusy, t.active)
+	if t.active < t.limits.MaxConcurrent && len(t.turns) == 0 {
+		t.active++
+		t.mu.Unlock()
+		return t.releaser(), nil
 	}
-	t.active++
+	turn := make(chan struct{})
+	t.turns = append(t.turns, turn)
+	t.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-turn:
+		return t.releaser(), nil // the releaser that closed it passed its place on
+	case <-timer.C:
+		err = fmt.Errorf("%w: the tenant had %d runs active, its limit, for the whole queue timeout of %s; retry when one ends",
+			ErrBusy, t.limits.MaxConcurrent, wait)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	t.mu.Lock()
+	i := slices.Index(t.turns, turn)
+	if i >= 0 {
+		t.turns = slices.Delete(t.turns, i, i+1)
+	}
+	t.mu.Unlock()
+	if i < 0 { // its turn came as it gave up: the place goes to the next
+		t.releaser()()
+	}
+	return nil, err
+}
+
+// releaser returns the release of one place: it passes the place to the first
+// request waiting, or frees it.
+func (t *tenantState) releaser() func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			t.mu.Lock()
+			defer t.mu.Unlock()
+			if len(t.turns) > 0 && t.active <= t.limits.MaxConcurrent {
+				close(t.turns[0])
+				t.turns = t.turns[1:]
+				return
+			}
 			t.active--
-			t.mu.Unlock()
 		})
-	}, nil
+	}
 }
 
 // admit passes spec through the executor's gate as the tenant's; an invalid
@@ -406,7 +445,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 		ended, err = s.placeRun(ctx, t, a) // a slot on this node, by the cluster's queue
 	} else {
 		var release func()
-		release, err = s.reserve(t)
+		release, err = s.reserve(ctx, t, cmp.Or(a.Spec().QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
 		ended = func(executor.Result) { release() }
 	}
 	if err != nil {
@@ -460,7 +499,7 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 	if s.node != nil {
 		return s.startQueued(ctx, t, a, via, remote)
 	}
-	release, err := s.reserve(t)
+	release, err := s.reserve(ctx, t, cmp.Or(a.Spec().QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
 	if err != nil {
 		return executor.Process{}, err
 	}
@@ -520,11 +559,7 @@ func (s *Service) trackStarted(t *tenantState, id string, release func()) {
 
 // track follows a job adopted at start-up, already counted as active.
 func (s *Service) track(t *tenantState, id string) {
-	s.trackStarted(t, id, func() {
-		t.mu.Lock()
-		t.active--
-		t.mu.Unlock()
-	})
+	s.trackStarted(t, id, t.releaser())
 }
 
 // Get reports a background job. It reads the record once and checks the owner
