@@ -55,6 +55,29 @@ func (c *Cluster) UnbindWorkspace(ctx context.Context, id string) error {
 	return c.wrap("unbind workspace "+id, err)
 }
 
+// WorkspaceOf returns where workspace id lives; ErrNotFound when the cluster
+// does not know it.
+func (c *Cluster) WorkspaceOf(ctx context.Context, id string) (Workspace, error) {
+	w := Workspace{ID: id}
+	err := c.pool.QueryRow(ctx, `select tenant, node from airlock.workspaces where id = $1`, id).Scan(&w.Tenant, &w.Node)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Workspace{}, fmt.Errorf("workspace %s: %w", id, ErrNotFound)
+	}
+	return w, c.wrap("find workspace "+id, err)
+}
+
+// WorkspaceNodes lists the nodes that hold workspaces of the tenant (every
+// tenant's when empty).
+func (c *Cluster) WorkspaceNodes(ctx context.Context, tenant string) ([]string, error) {
+	rows, err := c.pool.Query(ctx, `select distinct node from airlock.workspaces
+		where $1 = '' or tenant = $1 order by node`, tenant)
+	if err != nil {
+		return nil, c.wrap("list the nodes of workspaces", err)
+	}
+	nodes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return nodes, c.wrap("list the nodes of workspaces", err)
+}
+
 // pickJob chooses the next job for node $1 with $2 bytes of memory free,
 // leaving out the tenants in $3 (found at their limit under their lock).
 //

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -108,5 +109,68 @@ func TestClusterRunsWaitTheirTurn(t *testing.T) {
 	// The slot is free again.
 	if r, err := a.c.Run(ctx, api.Spec{Command: "echo after", QueueTimeout: 30}, nil, nil); err != nil || r.Stdout != "after\n" {
 		t.Fatalf("run after the job ended: %+v, %v", r, err)
+	}
+}
+
+// TestClusterWorkspaceFromAnyNode makes a workspace through one node and uses
+// it through the other: its files are written and read there, a job on it is
+// placed on the node that holds it, and a run on it sent to the wrong node is
+// told where to go.
+func TestClusterWorkspaceFromAnyNode(t *testing.T) {
+	nodes := startCluster(t, 2, 4)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	w, err := a.c.CreateWorkspace(ctx, api.WorkspaceSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.c.PutFile(ctx, w.ID, "in/hello.txt", 0o644, strings.NewReader("hello from b\n")); err != nil {
+		t.Fatalf("put a file through node %s: %v", b.id, err)
+	}
+	list, err := b.c.ListFiles(ctx, w.ID, "in")
+	if err != nil || len(list.Files) != 1 || list.Files[0].Name != "hello.txt" {
+		t.Fatalf("list through node %s: %+v, %v", b.id, list, err)
+	}
+	all, err := b.c.Workspaces(ctx)
+	if err != nil || len(all) != 1 || all[0].ID != w.ID {
+		t.Fatalf("workspaces through node %s: %+v, %v", b.id, all, err)
+	}
+
+	// A job on it, started through b, runs on a, where the files are.
+	p, err := b.c.Start(ctx, api.Spec{Command: "cat in/hello.txt; echo made > out.txt", Workspace: w.ID, QueueTimeout: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Node != a.id {
+		t.Fatalf("a job on a workspace of node %s ran on %q", a.id, p.Node)
+	}
+	if r := waitEnd(t, b, p.ID); r.State != api.StateCompleted || r.Stdout != "hello from b\n" {
+		t.Fatalf("job on the workspace: %s %q %s", r.State, r.Stdout, r.Error)
+	}
+	f, _, err := b.c.OpenFile(ctx, w.ID, "out.txt")
+	if err != nil {
+		t.Fatalf("read the job's file through node %s: %v", b.id, err)
+	}
+	data, _ := io.ReadAll(f)
+	f.Close()
+	if string(data) != "made\n" {
+		t.Fatalf("out.txt through node %s: %q", b.id, data)
+	}
+
+	// A run on it must go to a: b says so, naming it.
+	_, err = b.c.Run(ctx, api.Spec{Command: "ls", Workspace: w.ID}, nil, nil)
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.Code != "on_another_node" || !strings.Contains(err.Error(), a.id) {
+		t.Fatalf("a run on node %s's workspace through node %s: %v; want 409 on_another_node naming %s", a.id, b.id, err, a.id)
+	}
+	if r, err := a.c.Run(ctx, api.Spec{Command: "cat out.txt", Workspace: w.ID}, nil, nil); err != nil || r.Stdout != "made\n" {
+		t.Fatalf("a run on the workspace through its node: %+v, %v", r, err)
+	}
+
+	if err := b.c.RemoveWorkspace(ctx, w.ID); err != nil {
+		t.Fatalf("remove through node %s: %v", b.id, err)
+	}
+	if _, err := a.c.Workspace(ctx, w.ID); !errors.Is(err, api.ErrWorkspaceNotFound) {
+		t.Fatalf("the workspace after its removal through node %s: %v", b.id, err)
 	}
 }

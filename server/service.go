@@ -136,6 +136,11 @@ func (s *Service) sweepOnce() {
 	}
 	for _, id := range reaped {
 		s.write(auditEvent{Event: "workspace.delete", Workspace: id, Reason: "its ttl passed"})
+		if s.node != nil {
+			if err := s.node.c.UnbindWorkspace(ctx, id); err != nil {
+				s.log.Warn("forget a reaped workspace in the cluster", "workspace", id, "err", s.node.scrub(err))
+			}
+		}
 	}
 	if s.cfg.KeepJobs > 0 {
 		removed, err := s.ex.Prune(ctx, seconds(s.cfg.KeepJobs))
@@ -438,6 +443,12 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	a, err := s.admit(t, spec, via, remote)
 	if err != nil {
 		return executor.Result{}, err
+	}
+	if s.node != nil && a.Spec().Workspace != "" {
+		if w, err := s.node.c.WorkspaceOf(ctx, a.Spec().Workspace); err == nil && w.Node != s.node.self.ID && w.Tenant == t.name {
+			return executor.Result{}, fmt.Errorf("%w: workspace %s is on node %s, whose engine holds its files: send runs on it to that node (a background job on it is placed there by itself)",
+				errElsewhere, w.ID, w.Node)
+		}
 	}
 	var res executor.Result
 	var ended func(executor.Result)

@@ -2,9 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 
+	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -19,6 +23,25 @@ func (s *Service) caller(tenant string) (executor.Caller, error) {
 		return executor.Caller{}, err
 	}
 	return t.caller, nil
+}
+
+// holder is, in cluster mode, a client of the node that holds workspace id
+// when that is another node (nil when it is this one, or without a cluster):
+// its files are on that node's engine (docs/cluster.md, "Jobs across nodes").
+func (s *Service) holder(ctx context.Context, tenant, id string) (*client.Client, error) {
+	if s.node == nil {
+		return nil, nil
+	}
+	w, err := s.node.c.WorkspaceOf(ctx, id)
+	switch {
+	case errors.Is(err, cluster.ErrNotFound), err == nil && w.Node == s.node.self.ID:
+		return nil, nil // this node's, or unknown: this node's engine answers
+	case err != nil:
+		return nil, s.node.unavailable(err)
+	case tenant != Anonymous && w.Tenant != tenant:
+		return nil, nil // another tenant's: this node answers it as unknown
+	}
+	return s.peer(ctx, w.Node, tenant)
 }
 
 // CreateWorkspace makes a workspace for the tenant.
@@ -49,6 +72,12 @@ func (s *Service) Workspace(ctx context.Context, tenant, id string) (executor.Wo
 	if err != nil {
 		return executor.Workspace{}, err
 	}
+	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+		if err != nil {
+			return executor.Workspace{}, err
+		}
+		return peer.Workspace(ctx, id)
+	}
 	return s.ex.Workspace(ctx, id, c)
 }
 
@@ -58,13 +87,43 @@ func (s *Service) Workspaces(ctx context.Context, tenant string) ([]executor.Wor
 	if err != nil {
 		return nil, err
 	}
-	return s.ex.Workspaces(ctx, c)
+	list, err := s.ex.Workspaces(ctx, c)
+	if err != nil || s.node == nil {
+		return list, err
+	}
+	// The tenant's workspaces on the other nodes, from those nodes.
+	nodes, err := s.node.c.WorkspaceNodes(ctx, tenant)
+	if err != nil {
+		return nil, s.node.unavailable(err)
+	}
+	for _, n := range nodes {
+		if n == s.node.self.ID {
+			continue
+		}
+		peer, err := s.peer(ctx, n, tenant)
+		if err != nil {
+			return nil, err
+		}
+		theirs, err := peer.Workspaces(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("workspaces on node %s: %w", n, err)
+		}
+		list = append(list, theirs...)
+	}
+	slices.SortFunc(list, func(a, b executor.Workspace) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return list, nil
 }
 
 // RemoveWorkspace deletes one of the tenant's workspaces.
 func (s *Service) RemoveWorkspace(ctx context.Context, tenant, id, via, remote string) error {
 	c, err := s.caller(tenant)
 	if err != nil {
+		return err
+	}
+	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+		if err == nil {
+			err = peer.RemoveWorkspace(ctx, id) // that node audits it and forgets it in the cluster
+		}
 		return err
 	}
 	err = s.ex.RemoveWorkspace(ctx, id, c)
@@ -83,6 +142,12 @@ func (s *Service) PutFile(ctx context.Context, tenant, id, path string, mode fs.
 	if err != nil {
 		return err
 	}
+	if peer, perr := s.holder(ctx, tenant, id); peer != nil || perr != nil {
+		if perr != nil {
+			return perr
+		}
+		return peer.PutFile(ctx, id, path, mode, content)
+	}
 	err = s.ex.PutFile(ctx, id, path, mode, content, c)
 	s.auditFile("workspace.upload", tenant, id, path, via, remote, err)
 	return err
@@ -93,6 +158,12 @@ func (s *Service) PutArchive(ctx context.Context, tenant, id, dir string, archiv
 	c, err := s.caller(tenant)
 	if err != nil {
 		return err
+	}
+	if peer, perr := s.holder(ctx, tenant, id); peer != nil || perr != nil {
+		if perr != nil {
+			return perr
+		}
+		return peer.PutArchive(ctx, id, dir, archive)
 	}
 	err = s.ex.PutArchive(ctx, id, dir, archive, c)
 	s.auditFile("workspace.upload", tenant, id, dir, via, remote, err)
@@ -105,6 +176,12 @@ func (s *Service) RemoveFile(ctx context.Context, tenant, id, path, via, remote 
 	if err != nil {
 		return err
 	}
+	if peer, perr := s.holder(ctx, tenant, id); peer != nil || perr != nil {
+		if perr != nil {
+			return perr
+		}
+		return peer.RemoveFile(ctx, id, path)
+	}
 	err = s.ex.RemoveFile(ctx, id, path, c)
 	s.auditFile("workspace.delete", tenant, id, path, via, remote, err)
 	return err
@@ -116,6 +193,12 @@ func (s *Service) OpenFile(ctx context.Context, tenant, id, path string) (io.Rea
 	if err != nil {
 		return nil, executor.FileInfo{}, err
 	}
+	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+		if err != nil {
+			return nil, executor.FileInfo{}, err
+		}
+		return peer.OpenFile(ctx, id, path)
+	}
 	return s.ex.OpenFile(ctx, id, path, c)
 }
 
@@ -125,6 +208,12 @@ func (s *Service) OpenArchive(ctx context.Context, tenant, id, dir string) (io.R
 	if err != nil {
 		return nil, err
 	}
+	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return peer.OpenArchive(ctx, id, dir)
+	}
 	return s.ex.OpenArchive(ctx, id, dir, c)
 }
 
@@ -133,6 +222,12 @@ func (s *Service) ListFiles(ctx context.Context, tenant, id, dir string) (execut
 	c, err := s.caller(tenant)
 	if err != nil {
 		return executor.FileList{}, err
+	}
+	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+		if err != nil {
+			return executor.FileList{}, err
+		}
+		return peer.ListFiles(ctx, id, dir)
 	}
 	return s.ex.ListFiles(ctx, id, dir, c)
 }
