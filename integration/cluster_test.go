@@ -185,16 +185,57 @@ func startNode(t *testing.T, dbURL, id string, extra ...string) *serveProcess {
 	}
 }
 
-// TestClusterJobsAcrossNodes starts 60 short jobs through three nodes at once,
-// and answers for each through the two nodes it was not started on: every job
-// ran once, on one node, and its output is whole. Then three long jobs are
-// killed through nodes other than the one that runs them.
+// TestClusterJobsAcrossNodes starts 100 short jobs through three nodes at
+// once, while 300 foreground runs go through the same nodes, and answers for
+// each job through the two nodes it was not started on: every job ran once, on
+// one node, and its output is whole; every run completed with its own output.
+// Then three long jobs are killed through nodes other than the one that runs
+// them.
 func TestClusterJobsAcrossNodes(t *testing.T) {
 	nodes := startCluster(t, 3, 8)
 	ctx := t.Context()
 	run := randomHex(6) // the label of this run's jobs
-	const jobs = 60
+	const jobs, runs = 100, 300
 	short := map[string]string{"run": run, "kind": "short"}
+
+	// The runs take turns with the jobs for the nodes' slots.
+	var runsDone sync.WaitGroup
+	runErrs := make(chan error, runs)
+	next := make(chan int)
+	for range 6 {
+		runsDone.Go(func() {
+			for i := range next {
+				want := fmt.Sprintf("run-%d\n", i)
+				r, err := nodes[i%3].c.Run(ctx, api.Spec{Command: fmt.Sprintf("echo run-%d", i), QueueTimeout: 300}, nil, nil)
+				if err == nil && (r.State != api.StateCompleted || r.Stdout != want) {
+					err = fmt.Errorf("run %d via node %s: %s %q %s; want completed %q", i, nodes[i%3].id, r.State, r.Stdout, r.Error, want)
+				}
+				runErrs <- err
+			}
+		})
+	}
+	go func() {
+		for i := range runs {
+			next <- i
+		}
+		close(next)
+	}()
+	defer func() {
+		runsDone.Wait()
+		close(runErrs)
+		failed := 0
+		for err := range runErrs {
+			if err != nil && failed < 5 {
+				t.Error(err)
+			}
+			if err != nil {
+				failed++
+			}
+		}
+		if failed > 0 {
+			t.Errorf("%d of %d runs failed", failed, runs)
+		}
+	}()
 
 	started := startConcurrently(t, jobs, 4, func(i int) (api.Process, error) {
 		return nodes[i%3].c.Start(ctx, api.Spec{

@@ -35,23 +35,67 @@ type placer struct {
 	// runs are the foreground runs of this node's callers, from their queueing
 	// to their end: the claim loop hands each its placement on the channel.
 	runs map[string]chan cluster.Job
+	// watched are closed at the database's next notice about a job: callers
+	// waiting for its start or its end read it again then.
+	watched map[string]chan struct{}
 }
 
-// claimEvery is how often an idle node looks for queued work it was not woken
-// for (a start queued on another node). reconcileEvery is how often it checks
-// what the cluster has placed on it against what it runs.
+// watch returns a channel closed at the next notice about job id.
+func (p *placer) watch(id string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch := p.watched[id]
+	if ch == nil {
+		ch = make(chan struct{})
+		p.watched[id] = ch
+	}
+	return ch
+}
+
+// unwatch forgets a watch that is no longer waited on: a caller that stops
+// waiting leaves nothing behind (one still waiting on it re-reads within
+// pollEvery, and watches again).
+func (p *placer) unwatch(id string, ch <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.watched[id] == ch {
+		delete(p.watched, id)
+	}
+}
+
+// notice wakes what the database's notice concerns.
+func (s *Service) notice(n cluster.Notice) {
+	switch {
+	case n.Queue, n.KillFor == s.node.self.ID:
+		s.wakePlacer()
+	case n.Job != "":
+		s.placer.mu.Lock()
+		if ch := s.placer.watched[n.Job]; ch != nil {
+			close(ch)
+			delete(s.placer.watched, n.Job)
+		}
+		s.placer.mu.Unlock()
+	}
+}
+
+// The database's notices wake a node when work is queued or a job it waits
+// for changes; it also looks every pollEvery, for notices it missed (sent
+// while its listening connection was down). reconcileEvery is how often it
+// checks what the cluster has placed on it against what it runs.
 const (
-	claimEvery     = 200 * time.Millisecond
+	pollEvery      = time.Second
 	reconcileEvery = 5 * time.Second
 )
 
 // startPlacing starts the node's claim loop; NewService calls it once the jobs
 // already running here are tracked.
 func (s *Service) startPlacing() {
-	s.placer = &placer{wake: make(chan struct{}, 1), starting: map[string]bool{}, runs: map[string]chan cluster.Job{}}
+	s.placer = &placer{wake: make(chan struct{}, 1), starting: map[string]bool{}, runs: map[string]chan cluster.Job{},
+		watched: map[string]chan struct{}{}}
 	s.reconcilePlaced(s.trackCtx)
+	s.trackers.Go(func() { s.node.c.Listen(s.trackCtx, s.notice) })
 	s.trackers.Go(func() {
-		claim := time.NewTicker(claimEvery)
+		claim := time.NewTicker(pollEvery)
 		defer claim.Stop()
 		reconcile := time.NewTicker(reconcileEvery)
 		defer reconcile.Stop()
@@ -394,7 +438,11 @@ const launchWait = 30 * time.Second
 func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Duration) (executor.Process, error) {
 	deadline := time.Now().Add(timeout)
 	var started time.Time // when this wait first saw the job started
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+	var changed <-chan struct{}
+	defer func() { s.placer.unwatch(id, changed) }()
+	for {
+		s.placer.unwatch(id, changed)
+		changed = s.placer.watch(id)
 		j, err := s.node.c.Get(ctx, id)
 		if err != nil {
 			return executor.Process{}, s.node.unavailable(err)
@@ -416,7 +464,8 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 			select {
 			case <-ctx.Done():
 				return executor.Process{}, ctx.Err()
-			case <-time.After(wait):
+			case <-changed:
+			case <-time.After(untilNextLook(deadline)):
 			}
 		case j.State == cluster.StateExpired:
 			return executor.Process{}, fmt.Errorf("%w: job %s: %s; nothing ran", api.ErrQueueTimeout, id, j.Reason)
@@ -424,6 +473,15 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 			return processOf(j), nil
 		}
 	}
+}
+
+// untilNextLook is how long a wait for a start sleeps without a notice: a
+// poll, or until the queue deadline when that comes sooner.
+func untilNextLook(deadline time.Time) time.Duration {
+	if d := time.Until(deadline); d > 0 && d < pollEvery {
+		return d + 10*time.Millisecond
+	}
+	return pollEvery
 }
 
 // clusterJob reads job id from the cluster for the tenant: another tenant's
@@ -526,7 +584,11 @@ func (s *Service) clusterLogs(ctx context.Context, j cluster.Job, opts executor.
 // awaitEnd polls the cluster until job id has ended or ctx ends.
 func (s *Service) awaitEnd(ctx context.Context, tenant, id string) (cluster.Job, error) {
 	var last cluster.Job
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+	var changed <-chan struct{}
+	defer func() { s.placer.unwatch(id, changed) }()
+	for {
+		s.placer.unwatch(id, changed)
+		changed = s.placer.watch(id)
 		j, err := s.clusterJob(ctx, tenant, id)
 		if err != nil && last.ID != "" && ctx.Err() != nil {
 			return last, ctx.Err()
@@ -538,7 +600,8 @@ func (s *Service) awaitEnd(ctx context.Context, tenant, id string) (cluster.Job,
 		select {
 		case <-ctx.Done():
 			return j, ctx.Err()
-		case <-time.After(wait):
+		case <-changed:
+		case <-time.After(pollEvery):
 		}
 	}
 }
