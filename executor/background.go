@@ -275,9 +275,21 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	if s.Timeout > 0 {
 		j.Deadline = j.StartedAt.Add(s.Timeout.Duration())
 	}
-	if err := e.put(j); err != nil {
+	// An update, not a put: a kill may have been ordered since the record was
+	// first written (the job is listed from then on), and it must hold.
+	started, err := e.update(j.ID, func(r *job) error {
+		r.ContainerID, r.StartedAt, r.Deadline = j.ContainerID, j.StartedAt, j.Deadline
+		return nil
+	})
+	if err != nil {
 		// The container runs and carries the job's labels: the next reconcile adopts it.
 		e.cfg.Logger.Error("record started job", "id", j.ID, "err", err)
+	} else if j = started; j.Kill != nil {
+		// Ordered while the container was being made: its signal may have found
+		// no container yet, so it goes again.
+		if err := e.eng.Kill(ctx, containerRef(j), j.killSignal(j.Kill.Signal)); err != nil {
+			e.cfg.Logger.Warn("send a kill ordered while the job started", "id", j.ID, "err", err)
+		}
 	}
 	locked = false
 	e.watch(j, unlock)
