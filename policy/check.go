@@ -179,13 +179,15 @@ func (c *checker) release() {
 	if n > maxPooledEntries {
 		return
 	}
-	clear(c.vars)
-	clear(c.bombs)
-	clear(c.funcs)
-	clear(c.aliases)
-	clear(c.inCall)
-	clear(c.judged)
-	clear(c.argsCache)
+	// Most maps of most checks stay empty, and clearing an empty map still
+	// costs a call.
+	clearMap(c.vars)
+	clearMap(c.bombs)
+	clearMap(c.funcs)
+	clearMap(c.aliases)
+	clearMap(c.inCall)
+	clearMap(c.judged)
+	clearMap(c.argsCache)
 	clear(c.fetchedVars)
 	if !c.slabs.reset() {
 		return
@@ -194,6 +196,13 @@ func (c *checker) release() {
 		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
 		spareWalks: c.spareWalks}
 	checkers.Put(c)
+}
+
+// clearMap empties m unless it is empty already.
+func clearMap[M ~map[K]V, K comparable, V any](m M) {
+	if len(m) > 0 {
+		clear(m)
+	}
 }
 
 func (c *checker) decision() Decision {
