@@ -8,7 +8,7 @@ import (
 
 // builtinRules applies the built-in deny rules to one unwrapped command. extra is
 // true when the command gets arguments only known at run time (xargs).
-func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bool, ctx cmdContext, match *commandText) {
+func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bool, match *commandText) {
 	args := argv[1:]
 	if p := argv[0].s; firewallUnit(name) && (strings.Contains(p, "/init.d/") || strings.Contains(p, "/rc.d/")) {
 		// /etc/init.d/iptables stop: the init script of a firewall.
@@ -421,20 +421,6 @@ var destroyingVerbs = map[string]bool{"format": true, "sanitize": true, "luksFor
 // named in their arguments.
 func writtenPaths(name string, args []word) []string {
 	var out []string
-	value := func(short, long string) {
-		for i, a := range args {
-			switch {
-			case a.s == short || a.s == long:
-				if i+1 < len(args) {
-					out = append(out, args[i+1].s)
-				}
-			case long != "" && strings.HasPrefix(a.s, long+"="):
-				out = append(out, a.s[len(long)+1:])
-			case short != "" && len(a.s) > 2 && strings.HasPrefix(a.s, short) && !strings.HasPrefix(a.s, "--"):
-				out = append(out, a.s[2:]) // -o/dev/sda
-			}
-		}
-	}
 	switch name {
 	case "dd":
 		for _, a := range args {
@@ -455,11 +441,11 @@ func writtenPaths(name string, args []word) []string {
 			out = append(out, ops[1].s)
 		}
 	case "curl":
-		value("-o", "--output")
+		out = optionValues(out, args, "-o", "--output")
 	case "wget":
-		value("-O", "--output-document")
+		out = optionValues(out, args, "-O", "--output-document")
 	case "sort":
-		value("-o", "--output")
+		out = optionValues(out, args, "-o", "--output")
 	case "tar":
 		for i, a := range args {
 			switch {
@@ -473,6 +459,24 @@ func writtenPaths(name string, args []word) []string {
 					out = append(out, args[i+1].s)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// optionValues appends the values of an option, given as short or long:
+// -o FILE, -oFILE, --output FILE, --output=FILE.
+func optionValues(out []string, args []word, short, long string) []string {
+	for i, a := range args {
+		switch {
+		case a.s == short || a.s == long:
+			if i+1 < len(args) {
+				out = append(out, args[i+1].s)
+			}
+		case strings.HasPrefix(a.s, long) && strings.HasPrefix(a.s[len(long):], "="):
+			out = append(out, a.s[len(long)+1:])
+		case len(a.s) > 2 && strings.HasPrefix(a.s, short) && !strings.HasPrefix(a.s, "--"):
+			out = append(out, a.s[2:]) // -o/dev/sda
 		}
 	}
 	return out

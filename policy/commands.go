@@ -76,7 +76,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
-		c.builtinRules(name, kind, argv, extra, ctx, match)
+		c.builtinRules(name, kind, argv, extra, match)
 	}
 	if c.done() {
 		return
