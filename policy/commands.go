@@ -61,7 +61,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if excused || len(c.p.allowPatterns) > 0 && c.allowed(match.String()) {
 		// An allow pattern excuses this command only; the scripts it nests are
 		// still judged.
-		c.nested(name, kind, argv, ctx, depth)
+		c.nested(name, kind, argv, &ctx, depth)
 		return
 	}
 	switch name {
@@ -99,7 +99,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			return
 		}
 	}
-	c.nested(name, kind, argv, ctx, depth)
+	c.nested(name, kind, argv, &ctx, depth)
 	if c.done() {
 		return
 	}
@@ -576,7 +576,7 @@ func isFetcher(name string) bool { return name == "curl" || name == "wget" || na
 
 // nested recurses into the scripts a command runs: sh -c, eval, trap, find -exec,
 // xargs, and shells fed a here-document or piped text.
-func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext, depth int) {
+func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContext, depth int) {
 	args := argv[1:]
 	if kind&kindShell != 0 {
 		c.shellNested(argv, ctx, depth)
@@ -697,7 +697,7 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 
 // shellNested judges what a shell runs: its -c string, its stdin, or the
 // script file it reads.
-func (c *checker) shellNested(argv []word, ctx cmdContext, depth int) {
+func (c *checker) shellNested(argv []word, ctx *cmdContext, depth int) {
 	args := argv[1:]
 	script, mode := shellScript(args)
 	switch mode {
@@ -935,7 +935,7 @@ func programFromStdin(args []word, optsWithProgram string) bool {
 }
 
 // stdinScript judges a shell that reads its script from stdin.
-func (c *checker) stdinScript(argv []word, ctx cmdContext, depth int) {
+func (c *checker) stdinScript(argv []word, ctx *cmdContext, depth int) {
 	match := joinWords(argv)
 	if ctx.pipeline != "" {
 		match = ctx.pipeline
