@@ -711,7 +711,6 @@ func (v *selfCalls) enter(n syntax.Node) bool {
 	switch n := n.(type) {
 	case *syntax.Word:
 		return mayHoldCommands(n) // a call is only inside a substitution
-
 	case *syntax.Stmt:
 		if n.Background && n != v.root {
 			v.walkForked(n.Cmd)
