@@ -8,19 +8,24 @@ import (
 
 // builtinRules applies the built-in deny rules to one unwrapped command. extra is
 // true when the command gets arguments only known at run time (xargs).
-func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bool, ctx cmdContext, match *commandText) {
+func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bool, match *commandText) {
 	args := argv[1:]
-	if p := argv[0].s; (strings.Contains(p, "/init.d/") || strings.Contains(p, "/rc.d/")) && firewallUnit(name) {
+	if p := argv[0].s; firewallUnit(name) && (strings.Contains(p, "/init.d/") || strings.Contains(p, "/rc.d/")) {
 		// /etc/init.d/iptables stop: the init script of a firewall.
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "stop" || ops[0].s == "flush" || ops[0].s == "clear") {
 			c.refuse(RuleFirewall, match.String())
 			return
 		}
 	}
-	switch {
-	case c.bombs[name]:
+	if c.bombs[name] {
 		c.refuse(RuleForkBomb, match.String())
-	case name == "rm":
+		return
+	}
+	// One switch on the name rather than a chain of comparisons: the names are
+	// distinct, so which rule applies does not depend on the order of the
+	// cases; the rules that go by a prefix or a kind are tried in the default.
+	switch name {
+	case "rm":
 		recursive, noPreserve := false, false
 		for _, a := range options(args) {
 			recursive = recursive || longOpt(a, "--recursive", 3) || shortFlag(a, 'r') || shortFlag(a, 'R')
@@ -34,7 +39,7 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 		case recursive && extra && c.strict():
 			c.refuse(RuleDynamicCommand, match.String()) // xargs rm -r: targets only known at run time
 		}
-	case name == "find":
+	case "find":
 		var starts []word
 		for i, a := range args {
 			if (a.s == "-H" || a.s == "-L" || a.s == "-P" || strings.HasPrefix(a.s, "-O")) && len(starts) == 0 {
@@ -63,28 +68,24 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 				}
 			}
 		}
-	case isFormatter(name):
-		// Windows' formatters name no /dev; the others only when aimed at a device.
-		if name == "diskpart" || name == "format" || formatsDevice(args) {
-			c.refuse(RuleMkfs, match.String())
-		}
-	case name == "badblocks":
+	case "mkfs", "mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "mkexfatfs", "mkreiserfs", "mkisofs", "diskpart", "format":
+		c.formatter(name, args, match) // and mkfs.NAME, in the default
+	case "badblocks":
 		if slices.ContainsFunc(options(args), func(a string) bool { return shortFlag(a, 'w') }) && formatsDevice(args) {
 			c.refuse(RuleMkfs, match.String())
 		}
-	case name == "nvme" || name == "cryptsetup":
+	case "nvme", "cryptsetup":
 		if ops := operands(args); len(ops) > 1 && destroyingVerbs[ops[0].s] && formatsDevice(ops[1:]) {
 			c.refuse(RuleMkfs, match.String())
 		}
-	case name == "fdisk" || name == "sfdisk" || name == "parted" || name == "sgdisk" || name == "gdisk" ||
-		name == "blkdiscard" || name == "cfdisk":
+	case "fdisk", "sfdisk", "parted", "sgdisk", "gdisk", "blkdiscard", "cfdisk":
 		for _, a := range operands(args) {
 			if isBlockDevice(a.s) {
 				c.refuse(RuleBlockDevice, match.String())
 				return
 			}
 		}
-	case name == "chmod" || name == "chown" || name == "chgrp":
+	case "chmod", "chown", "chgrp":
 		recursive := false
 		for _, a := range options(args) {
 			recursive = recursive || longOpt(a, "--recursive", 5) || shortFlag(a, 'R') // --rec: --ref is --reference
@@ -92,13 +93,13 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 		if recursive && c.anyRootPath(operands(args)) {
 			c.refuse(RuleChmodRoot, match.String())
 		}
-	case name == "shutdown" || name == "reboot" || name == "halt" || name == "poweroff":
+	case "shutdown", "reboot", "halt", "poweroff":
 		c.refuse(RulePower, match.String())
-	case name == "init" || name == "telinit":
+	case "init", "telinit":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "0" || ops[0].s == "6") {
 			c.refuse(RulePower, match.String())
 		}
-	case name == "systemctl":
+	case "systemctl":
 		ops := operands(args)
 		if len(ops) == 0 {
 			return
@@ -122,32 +123,25 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 				}
 			}
 		}
-	case name == "loginctl":
+	case "loginctl":
 		if ops := operands(args); len(ops) > 0 {
 			switch ops[0].s {
 			case "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "soft-reboot":
 				c.refuse(RulePower, match.String())
 			}
 		}
-	case name == "kexec":
+	case "kexec":
 		for _, a := range options(args) {
 			if a == "-e" || a == "--exec" || a == "-f" || a == "--force" {
 				c.refuse(RulePower, match.String()) // boots the loaded kernel now
 				return
 			}
 		}
-	case name == "service":
+	case "service":
 		if ops := operands(args); len(ops) >= 2 && firewallUnit(ops[0].s) && ops[1].s == "stop" {
 			c.refuse(RuleFirewall, match.String())
 		}
-	case strings.HasPrefix(name, "iptables") || strings.HasPrefix(name, "ip6tables"):
-		for _, a := range args {
-			if a.s == "-F" || a.s == "--flush" || strings.HasPrefix(a.s, "--flush=") {
-				c.refuse(RuleFirewall, match.String())
-				return
-			}
-		}
-	case name == "nft":
+	case "nft":
 		joined := " " + strings.Join(ifsFields(joinWords(args)), " ") + " " // nft 'flush ruleset' is one word
 		for _, verb := range []string{" flush ruleset ", " flush table ", " flush chain ", " delete table ", " delete chain "} {
 			if strings.Contains(joined, verb) {
@@ -155,25 +149,39 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 				return
 			}
 		}
-	case name == "ufw":
+	case "ufw":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "disable" || ops[0].s == "reset") {
 			c.refuse(RuleFirewall, match.String())
 		}
-	case name == "setenforce":
+	case "setenforce":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "0" || strings.EqualFold(ops[0].s, "permissive")) {
 			c.refuse(RuleSELinux, match.String())
 		}
-	case kind&kindPrivilege != 0:
-		c.refuse(RulePrivilege, match.String())
-	case name == "machinectl":
+	case "machinectl":
 		if ops := operands(args); len(ops) > 0 && (ops[0].s == "shell" || ops[0].s == "login") {
 			c.refuse(RulePrivilege, match.String())
 		}
-	case name == "chroot":
+	case "chroot":
 		c.refuse(RuleChroot, match.String())
-	case name == "mount" || name == "umount":
+	case "mount", "umount":
 		c.refuse(RuleMount, match.String())
 	default:
+		switch {
+		case strings.HasPrefix(name, "mkfs."):
+			c.formatter(name, args, match)
+			return
+		case strings.HasPrefix(name, "iptables") || strings.HasPrefix(name, "ip6tables"):
+			for _, a := range args {
+				if a.s == "-F" || a.s == "--flush" || strings.HasPrefix(a.s, "--flush=") {
+					c.refuse(RuleFirewall, match.String())
+					return
+				}
+			}
+			return
+		case kind&kindPrivilege != 0:
+			c.refuse(RulePrivilege, match.String())
+			return
+		}
 		for _, target := range writtenPaths(name, args) {
 			if rule, ok := c.writeRule(target); ok {
 				c.refuse(rule, match.String()) // the match text only for a refusal
@@ -380,13 +388,13 @@ func longOpt(a, full string, min int) bool {
 	return len(a) >= min && strings.HasPrefix(full, a)
 }
 
-// isFormatter reports whether name makes a filesystem, swap or an empty disk.
-func isFormatter(name string) bool {
-	switch name {
-	case "mkfs", "mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "mkexfatfs", "mkreiserfs", "mkisofs", "diskpart", "format":
-		return true
+// formatter is the rule of the programs that make a filesystem, swap or an
+// empty disk: Windows' formatters name no /dev; the others are refused only
+// when aimed at a device.
+func (c *checker) formatter(name string, args []word, match *commandText) {
+	if name == "diskpart" || name == "format" || formatsDevice(args) {
+		c.refuse(RuleMkfs, match.String())
 	}
-	return strings.HasPrefix(name, "mkfs.")
 }
 
 // formatsDevice reports whether a formatter's arguments aim it at a device (or
@@ -413,20 +421,6 @@ var destroyingVerbs = map[string]bool{"format": true, "sanitize": true, "luksFor
 // named in their arguments.
 func writtenPaths(name string, args []word) []string {
 	var out []string
-	value := func(short, long string) {
-		for i, a := range args {
-			switch {
-			case a.s == short || a.s == long:
-				if i+1 < len(args) {
-					out = append(out, args[i+1].s)
-				}
-			case long != "" && strings.HasPrefix(a.s, long+"="):
-				out = append(out, a.s[len(long)+1:])
-			case short != "" && len(a.s) > 2 && strings.HasPrefix(a.s, short) && !strings.HasPrefix(a.s, "--"):
-				out = append(out, a.s[2:]) // -o/dev/sda
-			}
-		}
-	}
 	switch name {
 	case "dd":
 		for _, a := range args {
@@ -447,11 +441,11 @@ func writtenPaths(name string, args []word) []string {
 			out = append(out, ops[1].s)
 		}
 	case "curl":
-		value("-o", "--output")
+		out = optionValues(out, args, "-o", "--output")
 	case "wget":
-		value("-O", "--output-document")
+		out = optionValues(out, args, "-O", "--output-document")
 	case "sort":
-		value("-o", "--output")
+		out = optionValues(out, args, "-o", "--output")
 	case "tar":
 		for i, a := range args {
 			switch {
@@ -465,6 +459,24 @@ func writtenPaths(name string, args []word) []string {
 					out = append(out, args[i+1].s)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// optionValues appends the values of an option, given as short or long:
+// -o FILE, -oFILE, --output FILE, --output=FILE.
+func optionValues(out []string, args []word, short, long string) []string {
+	for i, a := range args {
+		switch {
+		case a.s == short || a.s == long:
+			if i+1 < len(args) {
+				out = append(out, args[i+1].s)
+			}
+		case strings.HasPrefix(a.s, long) && strings.HasPrefix(a.s[len(long):], "="):
+			out = append(out, a.s[len(long)+1:])
+		case len(a.s) > 2 && strings.HasPrefix(a.s, short) && !strings.HasPrefix(a.s, "--"):
+			out = append(out, a.s[2:]) // -o/dev/sda
 		}
 	}
 	return out

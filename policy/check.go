@@ -56,7 +56,8 @@ func (p *Policy) Explain(command string) (d Decision, steps []Step) {
 	defer c.finish(&d, &steps)
 	c.trace = []Step{}
 	c.script(command, 0)
-	return c.decision(), c.trace
+	d = c.decision() // before the trace is read: it may add the last step's rule
+	return d, c.trace
 }
 
 // ExplainArgv is Explain for an argv executed directly (CheckArgv).
@@ -68,7 +69,8 @@ func (p *Policy) ExplainArgv(argv []string) (d Decision, steps []Step) {
 	defer c.finish(&d, &steps)
 	c.trace = []Step{}
 	c.command(argvWords(argv), cmdContext{}, 0)
-	return c.decision(), c.trace
+	d = c.decision() // before the trace is read: it may add the last step's rule
+	return d, c.trace
 }
 
 // CheckArgv judges an argv executed directly, without a shell: its words are
@@ -168,6 +170,7 @@ func (c *checker) finish(d *Decision, steps *[]Step) {
 	}
 	*d = Decision{Rule: RuleInternalError.ID, Reason: RuleInternalError.Reason, Mode: c.p.mode}
 	if steps != nil {
+		c.settle()
 		*steps = append(c.trace, Step{Rule: RuleInternalError.ID, Reason: RuleInternalError.Reason})
 	}
 }
@@ -179,13 +182,15 @@ func (c *checker) release() {
 	if n > maxPooledEntries {
 		return
 	}
-	clear(c.vars)
-	clear(c.bombs)
-	clear(c.funcs)
-	clear(c.aliases)
-	clear(c.inCall)
-	clear(c.judged)
-	clear(c.argsCache)
+	// Most maps of most checks stay empty, and clearing an empty map still
+	// costs a call.
+	clearMap(c.vars)
+	clearMap(c.bombs)
+	clearMap(c.funcs)
+	clearMap(c.aliases)
+	clearMap(c.inCall)
+	clearMap(c.judged)
+	clearMap(c.argsCache)
 	clear(c.fetchedVars)
 	if !c.slabs.reset() {
 		return
@@ -196,17 +201,29 @@ func (c *checker) release() {
 	checkers.Put(c)
 }
 
+// clearMap empties m unless it is empty already.
+func clearMap[M ~map[K]V, K comparable, V any](m M) {
+	if len(m) > 0 {
+		clear(m)
+	}
+}
+
 func (c *checker) decision() Decision {
+	c.settle()
 	if c.refusal != nil {
 		return *c.refusal
 	}
 	return Decision{Allowed: true, Mode: c.p.mode}
 }
 
-// refuse records the first refusal; later ones are ignored.
+// refuse records the first refusal; later ones are ignored. Past the step
+// budget, the first refusal is the budget's (step).
 func (c *checker) refuse(r Rule, match string) {
 	if c.refusal != nil {
 		return
+	}
+	if c.steps > maxSteps {
+		r, match = RuleTooComplex, ""
 	}
 	c.refusal = &Decision{Rule: r.ID, Reason: r.Reason, Match: match, Mode: c.p.mode}
 	if c.trace != nil {
@@ -218,12 +235,23 @@ func (c *checker) refuse(r Rule, match string) {
 	}
 }
 
-func (c *checker) done() bool { return c.refusal != nil }
+// done reports whether the check has its decision: a refusal, or the step
+// budget spent (step).
+func (c *checker) done() bool { return c.refusal != nil || c.steps > maxSteps }
 
 // step counts work; past the budget the command is too complex to judge.
-func (c *checker) step() {
-	c.steps++
-	if c.steps > maxSteps {
+// The refusal is the first a check records once it is past: refuse records
+// it in place of its own, and decision (settle) if nothing was refused. Until
+// then done reports the check done, so that nothing is judged past the
+// budget, as if the refusal had been recorded at the step that spent it; the
+// step itself is a bare count, cheap enough to be inlined into the walks'
+// small functions, which run at every node.
+func (c *checker) step() { c.steps++ }
+
+// settle records the refusal of a spent step budget, if no refusal is
+// recorded yet.
+func (c *checker) settle() {
+	if c.refusal == nil && c.steps > maxSteps {
 		c.refuse(RuleTooComplex, "")
 	}
 }
@@ -681,6 +709,8 @@ type selfCalls struct {
 
 func (v *selfCalls) enter(n syntax.Node) bool {
 	switch n := n.(type) {
+	case *syntax.Word:
+		return mayHoldCommands(n) // a call is only inside a substitution
 	case *syntax.Stmt:
 		if n.Background && n != v.root {
 			v.walkForked(n.Cmd)

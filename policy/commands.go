@@ -61,7 +61,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if excused || len(c.p.allowPatterns) > 0 && c.allowed(match.String()) {
 		// An allow pattern excuses this command only; the scripts it nests are
 		// still judged.
-		c.nested(name, kind, argv, ctx, depth)
+		c.nested(name, kind, argv, &ctx, depth)
 		return
 	}
 	switch name {
@@ -76,7 +76,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
-		c.builtinRules(name, kind, argv, extra, ctx, match)
+		c.builtinRules(name, kind, argv, extra, match)
 	}
 	if c.done() {
 		return
@@ -99,7 +99,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			return
 		}
 	}
-	c.nested(name, kind, argv, ctx, depth)
+	c.nested(name, kind, argv, &ctx, depth)
 	if c.done() {
 		return
 	}
@@ -576,33 +576,16 @@ func isFetcher(name string) bool { return name == "curl" || name == "wget" || na
 
 // nested recurses into the scripts a command runs: sh -c, eval, trap, find -exec,
 // xargs, and shells fed a here-document or piped text.
-func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext, depth int) {
+func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContext, depth int) {
 	args := argv[1:]
-	switch {
-	case kind&kindShell != 0:
-		script, mode := shellScript(args)
-		switch mode {
-		case "c":
-			// sh -c 'script' a b: $0 and the positional parameters are the words after it.
-			if k := slices.IndexFunc(args, func(w word) bool { return w == script }); k >= 0 && k+1 < len(args) {
-				c.bindArgs(args[k+1].s, args[k+2:])
-			}
-			if script.dynamic {
-				c.dynamicScript(argv, script, RuleFetchPipe)
-				return
-			}
-			c.script(script.s, depth+1)
-		case "stdin":
-			c.stdinScript(argv, ctx, depth)
-		case "file":
-			switch {
-			case !script.dynamic && isFdPath(script.s):
-				c.stdinScript(argv, ctx, depth) // bash /dev/fd/3 3<<<'script'
-			case strings.HasPrefix(script.s, "<(") || strings.HasPrefix(script.s, "$("):
-				c.procSubst(argv, script)
-			}
-		}
-	case name == "at" || name == "batch":
+	if kind&kindShell != 0 {
+		c.shellNested(argv, ctx, depth)
+		return
+	}
+	// One switch on the name: the names are distinct, and awk, an interpreter
+	// too, has its own case, before the default's interpreters.
+	switch name {
+	case "at", "batch":
 		// at reads the commands it schedules from stdin, unless -f names a file.
 		for _, a := range args {
 			if a.s == "-f" || shortFlag(a.s, 'f') || a.s == "-l" || a.s == "-r" || a.s == "-d" || a.s == "-c" {
@@ -610,7 +593,7 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 			}
 		}
 		c.stdinScript(argv, ctx, depth)
-	case name == "source" || name == ".":
+	case "source", ".":
 		if len(args) > 0 {
 			if !args[0].dynamic && isFdPath(args[0].s) {
 				c.stdinScript(argv, ctx, depth) // . /dev/stdin <<< 'script'
@@ -618,19 +601,19 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 			}
 			c.procSubst(argv, args[0])
 		}
-	case name == "awk" || name == "gawk" || name == "mawk" || name == "nawk":
+	case "awk", "gawk", "mawk", "nawk":
 		if program, ok := awkProgram(args); ok {
 			for _, cmd := range awkCommands(program) {
 				c.script(cmd, depth+1)
 			}
 		}
-	case name == "sed" || name == "gsed":
+	case "sed", "gsed":
 		for _, script := range sedScripts(args) {
 			for _, cmd := range sedCommands(script) {
 				c.script(cmd, depth+1)
 			}
 		}
-	case name == "eval":
+	case "eval":
 		if len(args) > 0 && args[0].s == "--" {
 			args = args[1:]
 		}
@@ -643,7 +626,7 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 			parts = append(parts, a.s)
 		}
 		c.script(strings.Join(parts, " "), depth+1)
-	case name == "trap":
+	case "trap":
 		if len(args) > 0 && args[0].s == "--" {
 			args = args[1:]
 		}
@@ -654,7 +637,7 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 			}
 			c.script(args[0].s, depth+1)
 		}
-	case name == "script":
+	case "script":
 		// script [-q] -c CMD [file]: runs CMD with the user's shell.
 		for i, a := range args {
 			if a.s == "-c" || a.s == "--command" || shortFlag(a.s, 'c') && !strings.HasPrefix(a.s, "--") {
@@ -668,7 +651,7 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 				return
 			}
 		}
-	case name == "find":
+	case "find":
 		for i := 0; i < len(args); i++ {
 			switch args[i].s {
 			case "-exec", "-execdir", "-ok", "-okdir":
@@ -682,7 +665,10 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 				i = j
 			}
 		}
-	case kind&kindInterpreter != 0 || name == "tclsh":
+	default:
+		if kind&kindInterpreter == 0 && name != "tclsh" {
+			return
+		}
 		for i, a := range args {
 			// python3 -c "$(curl ...)", perl -e "$(wget ...)": fetched code.
 			if len(a.s) == 2 && a.s[0] == '-' && strings.IndexByte(interpreters[name], a.s[1]) >= 0 &&
@@ -705,6 +691,34 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx cmdContext
 			} else if c.strict() {
 				c.refuse(RulePipeShell, match)
 			}
+		}
+	}
+}
+
+// shellNested judges what a shell runs: its -c string, its stdin, or the
+// script file it reads.
+func (c *checker) shellNested(argv []word, ctx *cmdContext, depth int) {
+	args := argv[1:]
+	script, mode := shellScript(args)
+	switch mode {
+	case "c":
+		// sh -c 'script' a b: $0 and the positional parameters are the words after it.
+		if k := slices.IndexFunc(args, func(w word) bool { return w == script }); k >= 0 && k+1 < len(args) {
+			c.bindArgs(args[k+1].s, args[k+2:])
+		}
+		if script.dynamic {
+			c.dynamicScript(argv, script, RuleFetchPipe)
+			return
+		}
+		c.script(script.s, depth+1)
+	case "stdin":
+		c.stdinScript(argv, ctx, depth)
+	case "file":
+		switch {
+		case !script.dynamic && isFdPath(script.s):
+			c.stdinScript(argv, ctx, depth) // bash /dev/fd/3 3<<<'script'
+		case strings.HasPrefix(script.s, "<(") || strings.HasPrefix(script.s, "$("):
+			c.procSubst(argv, script)
 		}
 	}
 }
@@ -921,7 +935,7 @@ func programFromStdin(args []word, optsWithProgram string) bool {
 }
 
 // stdinScript judges a shell that reads its script from stdin.
-func (c *checker) stdinScript(argv []word, ctx cmdContext, depth int) {
+func (c *checker) stdinScript(argv []word, ctx *cmdContext, depth int) {
 	match := joinWords(argv)
 	if ctx.pipeline != "" {
 		match = ctx.pipeline

@@ -73,7 +73,12 @@ func (v vars) info(name string) *varInfo {
 
 // lookup returns the values name may have, or ok=false when they are not all known.
 func (v vars) lookup(name string) ([]string, bool) {
-	info := v[name]
+	return v[name].known()
+}
+
+// known returns the values of a variable, or ok=false when they are not all
+// known (info is nil for a variable the script does not bind).
+func (info *varInfo) known() ([]string, bool) {
 	if info == nil || info.unknown || len(info.values) == 0 {
 		return nil, false
 	}
@@ -334,19 +339,17 @@ func staticPart(part syntax.WordPart, quoted bool) (segment, bool) {
 func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 	switch p := part.(type) {
 	case *syntax.ParamExp:
-		if p.Param != nil {
-			info := c.vars[p.Param.Value]
-			if info != nil && info.overflow {
-				return false // partSegments refuses it as too complex
-			}
-			if info == nil && p.Exp == nil && p.Param.Value != "*" && p.Param.Value != "IFS" {
-				return true // never bound by the script: arrayElems and paramValues find nothing
-			}
+		info := c.paramInfo(p)
+		if info != nil && info.overflow {
+			return false // partSegments refuses it as too complex
 		}
-		if _, ok := c.arrayElems(p); ok {
+		if info == nil && p.Param != nil && p.Exp == nil && p.Param.Value != "*" && p.Param.Value != "IFS" {
+			return true // never bound by the script: arrayElems and paramValues find nothing
+		}
+		if _, ok := c.arrayElems(p, info); ok {
 			return false
 		}
-		_, ok := c.paramValues(p)
+		_, ok := c.paramValues(p, info)
 		return !ok
 	case *syntax.DblQuoted:
 		for _, inner := range p.Parts {
@@ -433,12 +436,11 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 		}
 		return out
 	case *syntax.ParamExp:
-		if p.Param != nil {
-			if info := c.vars[p.Param.Value]; info != nil && info.overflow {
-				c.refuse(RuleTooComplex, sourceOf(src, p))
-			}
+		info := c.paramInfo(p)
+		if info != nil && info.overflow {
+			c.refuse(RuleTooComplex, sourceOf(src, p))
 		}
-		if elems, ok := c.arrayElems(p); ok {
+		if elems, ok := c.arrayElems(p, info); ok {
 			var segs []segment
 			if len(elems) > 0 {
 				segs = c.slabs.segs.make(2*len(elems) - 1)
@@ -451,7 +453,7 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 			}
 			return c.slabs.segLists.one(segs)
 		}
-		if vals, ok := c.paramValues(p); ok {
+		if vals, ok := c.paramValues(p, info); ok {
 			out := c.slabs.segLists.make(len(vals))
 			for _, v := range vals {
 				out = append(out, c.slabs.segs.one(segment{s: v, split: !quoted}))
@@ -493,15 +495,25 @@ func (c *checker) cmdSubstText(src string, p *syntax.CmdSubst) (string, bool) {
 	return "", false
 }
 
+// paramInfo is what the script binds to the parameter of p, nil if nothing:
+// it is looked up once per use of the parameter, and handed to arrayElems and
+// paramValues.
+func (c *checker) paramInfo(p *syntax.ParamExp) *varInfo {
+	if p.Param == nil {
+		return nil
+	}
+	return c.vars[p.Param.Value]
+}
+
 // paramValues resolves $name, ${name} and ${name:-default} from the script's own
-// literal assignments.
-func (c *checker) paramValues(p *syntax.ParamExp) ([]string, bool) {
+// literal assignments; info is paramInfo(p).
+func (c *checker) paramValues(p *syntax.ParamExp, info *varInfo) ([]string, bool) {
 	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil || p.Slice != nil ||
 		p.Repl != nil || p.Names != 0 || p.NestedParam != nil || len(p.Modifiers) > 0 {
 		return nil, false
 	}
-	vals, ok := c.vars.lookup(p.Param.Value)
-	if !ok && p.Param.Value == "IFS" && c.vars["IFS"] == nil {
+	vals, ok := info.known()
+	if !ok && p.Param.Value == "IFS" && info == nil {
 		vals, ok = []string{" \t\n"}, true // never assigned: the shell's default
 	}
 	if p.Exp == nil {
@@ -521,12 +533,12 @@ func (c *checker) paramValues(p *syntax.ParamExp) ([]string, bool) {
 	return nil, false
 }
 
-// arrayElems resolves "${a[@]}", ${a[*]} and $a of a literal array.
-func (c *checker) arrayElems(p *syntax.ParamExp) ([]string, bool) {
+// arrayElems resolves "${a[@]}", ${a[*]} and $a of a literal array; info is
+// paramInfo(p).
+func (c *checker) arrayElems(p *syntax.ParamExp, info *varInfo) ([]string, bool) {
 	if p.Param == nil || p.Excl || p.Length || p.Slice != nil || p.Repl != nil || p.Exp != nil {
 		return nil, false
 	}
-	info := c.vars[p.Param.Value]
 	if p.Param.Value == "*" {
 		info = c.vars["@"]
 	}
