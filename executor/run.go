@@ -453,12 +453,25 @@ func (e *Executor) terminate(ctx context.Context, sb *sandbox, reported <-chan s
 }
 
 // discard removes a container (by id or name), logging rather than failing: the
-// run's outcome is already decided.
+// run's outcome is already decided. A busy engine can refuse a removal for a while
+// (a storage driver reports "directory not empty" while it still unmounts), so a
+// refused removal is tried again, with a growing pause, for up to a minute.
 func (e *Executor) discard(ctx context.Context, container string) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := e.eng.Remove(ctx, container); err != nil {
-		e.cfg.Logger.Error("remove container", "container", container, "err", err)
+	pause := 100 * time.Millisecond
+	for {
+		err := e.eng.Remove(ctx, container)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			e.cfg.Logger.Error("remove container", "container", container, "err", err)
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
 	}
 }
 

@@ -88,6 +88,22 @@ func TestRunCreateFails(t *testing.T) {
 	}
 }
 
+// A busy engine can refuse a removal for a while; the run tries again until the
+// container is gone, and its outcome is not changed by the refusals.
+func TestRunRemovalRefusedIsRetried(t *testing.T) {
+	f := newFakeEngine()
+	f.RemoveErrs = []error{errFake, errFake}
+	e := newFakeExecutor(t, f, nil)
+
+	res, err := runWithin(t, t.Context(), e, Spec{Command: "true"})
+	if err != nil || res.State != StateCompleted {
+		t.Fatalf("Run = state %q, err %v; want completed", res.State, err)
+	}
+	if got, want := f.Args("remove"), []string{fakeContainerID, fakeContainerID, fakeContainerID}; !slices.Equal(got, want) {
+		t.Errorf("remove was called with %q, want %q: two refusals, then success", got, want)
+	}
+}
+
 func TestRunCreateCancelled(t *testing.T) {
 	f := newFakeEngine()
 	f.BlockCreate = true

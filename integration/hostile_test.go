@@ -90,8 +90,10 @@ func (r *rowRun) run(t *testing.T, e *executor.Executor, s executor.Spec) execut
 	return runWith(t, e, r.spec(s))
 }
 
+// TestHostile is not parallel: the battery runs with no other test of the suite
+// beside it, so its floods compete only with each other and its "alone" rows, which
+// measure CPU, are truly alone on the machine.
 func TestHostile(t *testing.T) {
-	t.Parallel()
 	// A secret in the test process' environment, as an operator's host would have;
 	// no sandbox may see it.
 	os.Setenv(hostSecretName, hostSecret)

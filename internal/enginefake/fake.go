@@ -43,6 +43,8 @@ type Engine struct {
 	StartErr   error
 	WaitErr    error // what the wait channel yields when the container stops
 	InspectErr error
+	// removeErrs[n] is what the nth remove returns (nil, or past the end: success).
+	RemoveErrs []error
 
 	// stdout and stderr are what the process writes, in chunks of chunk bytes
 	// (all at once when chunk is 0), before it ends.
@@ -68,6 +70,7 @@ type Engine struct {
 	stdinBuf  bytes.Buffer
 	endCode   int // the exit code the process ended with
 	nCreate   int
+	removes   int
 	exitOnce  sync.Once
 	Exited    chan struct{} // closed when the process ends
 	startOnce sync.Once
@@ -357,6 +360,11 @@ func (f *Engine) Stats(ctx context.Context, id string, sample func(engine.UsageS
 
 func (f *Engine) Remove(ctx context.Context, id string) error {
 	f.record("remove", id)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.removes++; f.removes <= len(f.RemoveErrs) {
+		return f.RemoveErrs[f.removes-1]
+	}
 	return nil
 }
 
