@@ -71,7 +71,7 @@ type Result struct {
 	Tests *TestReport `json:"tests,omitempty"`
 	// Tenant is the owner a server recorded for the run (see Spec.Tenant).
 	Tenant string `json:"tenant,omitempty"`
-	// Node is, in cluster mode, the node that ran the job.
+	// Node is, in cluster mode, the node that ran the run or job.
 	Node string `json:"node,omitempty"`
 }
 

@@ -45,16 +45,33 @@ func New(serverURL, token string) (*Client, error) {
 	return &Client{base: u, token: token, http: &http.Client{}}, nil
 }
 
+// RunOption changes how Run follows its run.
+type RunOption func(*runOptions)
+
+type runOptions struct {
+	opened func(id string)
+}
+
+// Opened has Run call opened with the run's id once the server has admitted it,
+// before its command starts: the id a Kill from elsewhere needs.
+func Opened(opened func(id string)) RunOption {
+	return func(o *runOptions) { o.opened = opened }
+}
+
 // Run runs spec in the foreground and returns its Result, as api.Run does.
 // When stdout or stderr is set, the output is copied to them as the command
 // writes it (the server streams it as events); either may be nil.
-func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Writer) (api.Result, error) {
+func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Writer, opts ...RunOption) (api.Result, error) {
 	var res api.Result
+	var o runOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if spec.Background {
 		return res, &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "background",
 			Message: "background: Run runs in the foreground; Start starts a background job"}
 	}
-	if stdout == nil && stderr == nil {
+	if stdout == nil && stderr == nil && o.opened == nil {
 		err := c.call(ctx, "POST", "/v1/processes", nil, spec, &res)
 		return res, err
 	}
@@ -69,6 +86,14 @@ func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Write
 	done := false
 	err = readEvents(resp.Body, func(event string, data []byte) error {
 		switch event {
+		case "open":
+			var open struct{ ID string }
+			if err := json.Unmarshal(data, &open); err != nil {
+				return fmt.Errorf("open event: %w", err)
+			}
+			if o.opened != nil {
+				o.opened(open.ID)
+			}
 		case "stdout", "stderr":
 			var chunk api.LogChunk // base64 data decodes into its []byte
 			if err := json.Unmarshal(data, &chunk); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/client"
 )
 
 // TestClusterOutputOfARunningJobFromAnyNode reads, through a node that does
@@ -166,14 +167,39 @@ func TestClusterWorkspaceFromAnyNode(t *testing.T) {
 		t.Fatalf("out.txt through node %s: %q", b.id, data)
 	}
 
-	// A run on it must go to a: b says so, naming it.
-	_, err = b.c.Run(ctx, api.Spec{Command: "ls", Workspace: w.ID}, nil, nil)
-	var apiErr *api.Error
-	if !errors.As(err, &apiErr) || apiErr.Code != "on_another_node" || !strings.Contains(err.Error(), a.id) {
-		t.Fatalf("a run on node %s's workspace through node %s: %v; want 409 on_another_node naming %s", a.id, b.id, err, a.id)
+	// A run on it, sent to b, runs on a, where the files are; its caller
+	// follows it through b: the id as it opens, the output as it is written,
+	// the Result.
+	var opened string
+	var live strings.Builder
+	r, err := b.c.Run(ctx, api.Spec{Command: "cat out.txt; echo oops >&2; exit 3", Workspace: w.ID}, &live, io.Discard,
+		client.Opened(func(id string) { opened = id }))
+	if err != nil || r.ExitCode != 3 || r.Stdout != "made\n" || r.Stderr != "oops\n" || live.String() != "made\n" {
+		t.Fatalf("a run on node %s's workspace through node %s: exit %d stdout %q stderr %q live %q, %v", a.id, b.id, r.ExitCode, r.Stdout, r.Stderr, live.String(), err)
 	}
-	if r, err := a.c.Run(ctx, api.Spec{Command: "cat out.txt", Workspace: w.ID}, nil, nil); err != nil || r.Stdout != "made\n" {
-		t.Fatalf("a run on the workspace through its node: %+v, %v", r, err)
+	if r.Node != a.id || opened == "" || opened != r.ID {
+		t.Fatalf("the run through node %s: node %q, id %q, opened as %q; want node %s and one id", b.id, r.Node, r.ID, opened, a.id)
+	}
+	if r, err := b.c.Run(ctx, api.Spec{Command: "echo more >> out.txt; cat out.txt", Workspace: w.ID}, nil, nil); err != nil || r.Stdout != "made\nmore\n" {
+		t.Fatalf("a run on the workspace through node %s, in one answer: %+v, %v", b.id, r, err)
+	}
+
+	// A caller that leaves ends the run it sent through b.
+	leave, cancel := context.WithCancel(ctx)
+	began := make(chan struct{})
+	go func() {
+		<-began
+		time.Sleep(time.Second)
+		cancel()
+	}()
+	_, err = b.c.Run(leave, api.Spec{Command: "echo started > started.txt; sleep 3; echo late > late.txt", Workspace: w.ID}, io.Discard, io.Discard,
+		client.Opened(func(string) { close(began) }))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a run whose caller left: %v", err)
+	}
+	time.Sleep(4 * time.Second) // past the run's end, had it gone on
+	if r, err := a.c.Run(ctx, api.Spec{Command: "ls", Workspace: w.ID}, nil, nil); err != nil || !strings.Contains(r.Stdout, "started.txt") || strings.Contains(r.Stdout, "late.txt") {
+		t.Fatalf("the workspace after the caller left: %q, %v; want started.txt and no late.txt", r.Stdout, err)
 	}
 
 	if err := b.c.RemoveWorkspace(ctx, w.ID); err != nil {

@@ -236,7 +236,7 @@ func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant strin
 	begin := func(id string) { es.send("open", map[string]any{"id": id, "encoding": cmp.Or(encoding, "utf8")}) }
 	stdout := &streamWriter{es: es, stream: "stdout", chunks: newChunker(enc, encoding)}
 	stderr := &streamWriter{es: es, stream: "stderr", chunks: newChunker(enc, encoding)}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, begin, executor.WithLiveOutput(stdout, stderr))
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Begin: begin, Stdout: stdout, Stderr: stderr})
 	switch {
 	case err == nil:
 		stdout.flush()

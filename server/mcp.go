@@ -71,7 +71,7 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			if spec.Background {
 				return nil, executor.Result{}, errors.New("background: run waits for the command; use the start tool for a background process")
 			}
-			res, err := s.Run(ctx, tenant, spec, via, remoteOf(req), nil)
+			res, err := s.Run(ctx, tenant, spec, via, remoteOf(req), RunFollower{})
 			if err != nil {
 				return nil, res, toolError(err)
 			}

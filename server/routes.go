@@ -50,7 +50,7 @@ func (a *httpAPI) run(w http.ResponseWriter, r *http.Request, tenant string) err
 	if wantsEvents(r) {
 		return a.runEvents(w, r, tenant, spec)
 	}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, nil)
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{})
 	if err != nil {
 		return err
 	}

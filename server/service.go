@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -429,10 +430,19 @@ func (s *Service) auditStart(a executor.Admitted, via, remote string) {
 	s.write(ev)
 }
 
-// Run runs spec in the foreground and returns its Result. begin, unless nil, is
-// called with the run's id once the run is admitted and its start audited, just
-// before its sandbox is made; it is not called for a refusal.
-func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, via, remote string, begin func(id string), opts ...executor.RunOption) (executor.Result, error) {
+// RunFollower is how the caller of a foreground run follows it, each part
+// optional: Begin is called with the run's id once the run is admitted and its
+// start audited, just before its sandbox is made (not for a refusal), and Stdout
+// and Stderr get the output as the command writes it.
+type RunFollower struct {
+	Begin          func(id string)
+	Stdout, Stderr io.Writer
+}
+
+// Run runs spec in the foreground and returns its Result. In cluster mode a run
+// on a workspace that another node holds is run by that node, which the caller
+// follows through this one (docs/cluster.md, "Jobs across nodes").
+func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, via, remote string, f RunFollower) (executor.Result, error) {
 	t, err := s.tenant(tenant)
 	if err != nil {
 		return executor.Result{}, err
@@ -440,15 +450,17 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	if spec.Background {
 		return executor.Result{}, &executor.SpecError{Field: "background", Reason: "a foreground run; start a background job instead"}
 	}
+	if spec.Workspace != "" {
+		if peer, err := s.holder(ctx, t.name, spec.Workspace); peer != nil || err != nil {
+			if err != nil {
+				return executor.Result{}, err
+			}
+			return forwardRun(ctx, peer, spec, f)
+		}
+	}
 	a, err := s.admit(t, spec, via, remote)
 	if err != nil {
 		return executor.Result{}, err
-	}
-	if s.node != nil && a.Spec().Workspace != "" {
-		if w, err := s.node.c.WorkspaceOf(ctx, a.Spec().Workspace); err == nil && w.Node != s.node.self.ID && w.Tenant == t.name {
-			return executor.Result{}, fmt.Errorf("%w: workspace %s is on node %s, whose engine holds its files: send runs on it to that node (a background job on it is placed there by itself)",
-				errElsewhere, w.ID, w.Node)
-		}
 	}
 	var res executor.Result
 	var ended func(executor.Result)
@@ -469,13 +481,16 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 		s.metrics.ended("foreground", res)
 		return res, err
 	}
-	if begin != nil {
-		begin(a.ID())
+	if f.Begin != nil {
+		f.Begin(a.ID())
 	}
 	gauge := s.metrics.running.WithLabelValues("foreground")
 	gauge.Inc()
-	res, err = s.ex.Execute(ctx, a, opts...)
+	res, err = s.ex.Execute(ctx, a, executor.WithLiveOutput(f.Stdout, f.Stderr))
 	gauge.Dec()
+	if s.node != nil {
+		res.Node = s.node.self.ID
+	}
 	ev := specEvent("run.finish", t.name, a.Spec()).withResult(res)
 	ev.Via, ev.Remote = via, remote
 	s.write(ev)

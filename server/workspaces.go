@@ -44,6 +44,22 @@ func (s *Service) holder(ctx context.Context, tenant, id string) (*client.Client
 	return s.peer(ctx, w.Node, tenant)
 }
 
+// forwardRun has peer, the node that holds the run's workspace, run spec; the
+// caller follows it through this node: the id peer gives the run, its output as
+// it is written, its Result. Peer admits the run as its own (policy, limits,
+// audit); a caller that leaves ends the forwarded request, and so the run.
+func forwardRun(ctx context.Context, peer *client.Client, spec executor.Spec, f RunFollower) (executor.Result, error) {
+	var opts []client.RunOption
+	if f.Begin != nil {
+		opts = append(opts, client.Opened(f.Begin))
+	}
+	res, err := peer.Run(ctx, spec, f.Stdout, f.Stderr, opts...)
+	if err != nil && isTransport(err) && ctx.Err() == nil {
+		err = fmt.Errorf("%w: workspace %s is on another node, which was running the run and stopped answering: %v", errElsewhere, spec.Workspace, err)
+	}
+	return res, err
+}
+
 // CreateWorkspace makes a workspace for the tenant.
 func (s *Service) CreateWorkspace(ctx context.Context, tenant string, spec executor.WorkspaceSpec, via, remote string) (executor.Workspace, error) {
 	c, err := s.caller(tenant)

@@ -99,6 +99,10 @@ type remote struct{ *client.Client }
 
 func (remote) Close() error { return nil }
 
+func (r remote) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.Writer) (executor.Result, error) {
+	return r.Client.Run(ctx, spec, stdout, stderr)
+}
+
 // serverFlag adds --server to a job command's flags.
 func serverFlag(fs *flag.FlagSet) *string {
 	return fs.String("server", os.Getenv("AIRLOCK_SERVER"),

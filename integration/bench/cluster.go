@@ -129,7 +129,7 @@ func (b *bench) cluster(ctx context.Context, w *tabwriter.Writer) error {
 	run := func(n *benchNode) (time.Duration, error) {
 		time.Sleep(100 * time.Millisecond) // the pool refills between runs, as between an agent's
 		t := time.Now()
-		r, err := n.svc.Run(ctx, server.Anonymous, echo, "bench", "", nil)
+		r, err := n.svc.Run(ctx, server.Anonymous, echo, "bench", "", server.RunFollower{})
 		if err == nil && r.State != executor.StateCompleted {
 			err = fmt.Errorf("run: %s %s", r.State, r.Error)
 		}
