@@ -536,3 +536,14 @@ func (c *Cluster) Remove(ctx context.Context, id string) error {
 	_, err := c.pool.Exec(ctx, `delete from airlock.jobs where id = $1 and ended_at is not null`, id)
 	return c.wrap("remove job "+id, err)
 }
+
+// Prune deletes the jobs, and their output, that ended longer than age ago by
+// the database's clock, and says how many went. Jobs that have not ended stay,
+// however old. Any node may prune; each server with --keep-jobs does.
+func (c *Cluster) Prune(ctx context.Context, age time.Duration) (int64, error) {
+	tag, err := c.pool.Exec(ctx, `delete from airlock.jobs where ended_at < now() - $1 * interval '1 second'`, age.Seconds())
+	if err != nil {
+		return 0, c.wrap("prune ended jobs", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster"
@@ -260,5 +261,55 @@ func TestRelease(t *testing.T) {
 	c.Start(ctx, again.ID, again.Fence())
 	if err := c.Release(ctx, again.ID, again.Fence()); !errors.Is(err, cluster.ErrFenced) {
 		t.Fatalf("release of a started job = %v", err)
+	}
+}
+
+// Prune deletes the jobs that ended longer ago than the age, with their output,
+// and nothing else: not a recent end, not a job still running or queued,
+// however old.
+func TestPrune(t *testing.T) {
+	url := newDB(t)
+	c := open(t, url)
+	ctx := t.Context()
+	register(t, c, "a", 10, 10*GiB)
+	for _, id := range []string{"old", "recent", "running"} {
+		enqueue(t, c, cluster.NewJob{ID: id, Tenant: "t"})
+		j := claim(t, c, "a")
+		if err := c.Start(ctx, j.ID, j.Fence()); err != nil {
+			t.Fatal(err)
+		}
+		if j.ID == "running" {
+			continue
+		}
+		out := []byte("out of " + j.ID)
+		end := cluster.End{State: api.StateCompleted, Stdout: cluster.Stream{Data: out, Total: int64(len(out))}}
+		if err := c.Finish(ctx, j.ID, j.Fence(), end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(t, c, cluster.NewJob{ID: "queued", Tenant: "t"})
+	exec(t, url, `update airlock.jobs set ended_at = now() - interval '2 hours' where id = 'old'`)
+	exec(t, url, `update airlock.jobs set queued_at = now() - interval '3 hours', started_at = now() - interval '3 hours' where id in ('running', 'queued')`)
+
+	n, err := c.Prune(ctx, time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("Prune(1h) = %d, %v; want 1 (the job that ended 2 hours ago)", n, err)
+	}
+	if _, err := c.Get(ctx, "old"); !errors.Is(err, cluster.ErrNotFound) {
+		t.Fatalf("the pruned job: %v; want not found", err)
+	}
+	if _, err := c.Output(ctx, "old", "stdout", 0, 100); !errors.Is(err, cluster.ErrNotFound) {
+		t.Fatalf("the pruned job's output: %v; want not found", err)
+	}
+	for _, id := range []string{"recent", "running", "queued"} {
+		if _, err := c.Get(ctx, id); err != nil {
+			t.Fatalf("job %s after the prune: %v", id, err)
+		}
+	}
+	if o, err := c.Output(ctx, "recent", "stdout", 0, 100); err != nil || string(o.Data) != "out of recent" {
+		t.Fatalf("output of the recent job after the prune: %q, %v", o.Data, err)
+	}
+	if n, err := c.Prune(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("Prune again = %d, %v; want 0", n, err)
 	}
 }

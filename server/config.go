@@ -63,7 +63,8 @@ type Config struct {
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
 	// KeepJobs, when set (seconds), has the server forget ended jobs (their
-	// records and logs) that ended longer ago, at its periodic sweep.
+	// records and logs) that ended longer ago, at its periodic sweep; in
+	// cluster mode also the cluster's rows and output of such jobs.
 	KeepJobs float64 `json:"keep_jobs,omitempty"`
 	// KillJobsOnShutdown kills background jobs when the server stops; by default
 	// they go on running, for the next server on the data dir to adopt.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 	"github.com/airlock-sandbox/airlock/internal/pgtest"
 )
@@ -377,5 +380,30 @@ func TestClusterDoesNotStartWithoutItsDatabase(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), `PostgreSQL database "airlock" at 127.0.0.1:1`) || strings.Contains(err.Error(), secret) {
 		t.Errorf("error %v: want one naming the database, without the password", err)
+	}
+}
+
+// TestSweepPrunesTheClustersEndedJobs: with keep_jobs, the periodic sweep
+// deletes from the database the jobs that ended longer ago, with their output,
+// not only this node's own records.
+func TestSweepPrunesTheClustersEndedJobs(t *testing.T) {
+	pg := pgtest.New(t)
+	a := newNode(t, pg.URL(), "node-a", func(c *Config) { c.KeepJobs = 0.5 })
+	_, data, _ := a.do("POST", "/v1/processes", tokA, map[string]any{"command": "echo old", "background": true})
+	old := decode[executor.Process](t, data)
+	if status, data, _ := a.do("POST", "/v1/processes/"+old.ID+"/wait", tokA, map[string]any{"timeout": 10}); status != http.StatusOK {
+		t.Fatalf("wait: %d %s", status, data)
+	}
+	eventually(t, 10*time.Second, "the job's end recorded in the cluster", func() bool {
+		j, err := a.svc.node.c.Get(t.Context(), old.ID)
+		return err == nil && j.Ended()
+	})
+	time.Sleep(time.Second)
+	a.svc.sweepOnce()
+	if _, err := a.svc.node.c.Get(t.Context(), old.ID); !errors.Is(err, cluster.ErrNotFound) {
+		t.Fatalf("the cluster's row of a job that ended past keep_jobs: %v; want not found", err)
+	}
+	if status, _, _ := a.do("GET", "/v1/processes/"+old.ID, tokA, nil); status != http.StatusNotFound {
+		t.Fatalf("the job through the API after the prune: %d, want 404", status)
 	}
 }

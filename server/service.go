@@ -124,7 +124,8 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 const sweepEvery = 5 * time.Minute
 
 // sweepOnce reconciles the data dir with the engine and forgets the jobs
-// that ended longer ago than KeepJobs.
+// that ended longer ago than KeepJobs: this node's records, and in cluster mode
+// the cluster's rows and output too (every node prunes; any one suffices).
 func (s *Service) sweepOnce() {
 	ctx, cancel := context.WithTimeout(s.trackCtx, 2*time.Minute)
 	defer cancel()
@@ -150,6 +151,15 @@ func (s *Service) sweepOnce() {
 		}
 		if len(removed) > 0 {
 			s.log.Info("forgot expired jobs", "count", len(removed))
+		}
+		if s.node != nil {
+			pruned, err := s.node.c.Prune(ctx, seconds(s.cfg.KeepJobs))
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("prune the cluster's ended jobs", "err", s.node.scrub(err))
+			}
+			if pruned > 0 {
+				s.log.Info("pruned the cluster's ended jobs", "count", pruned)
+			}
 		}
 	}
 }
