@@ -126,46 +126,52 @@ func (s *Service) wakePlacer() {
 
 // claimAll takes queued jobs while they fit this node, and starts each.
 func (s *Service) claimAll(ctx context.Context) {
-	for ctx.Err() == nil {
-		j, err := s.node.c.Claim(ctx, s.node.self.ID)
-		switch {
-		case errors.Is(err, cluster.ErrNoWork), errors.Is(err, cluster.ErrNodeUnavailable):
-			return
-		case err != nil:
-			if ctx.Err() == nil {
-				s.log.Warn("claim queued work", "node", s.node.self.ID, "err", s.node.scrub(err))
-			}
-			return
+	for ctx.Err() == nil && s.claimOne(ctx) {
+	}
+}
+
+// claimOne takes the next queued job that fits this node, if any, and starts
+// it; a run goes to its caller, who starts it. It reports whether it took one.
+func (s *Service) claimOne(ctx context.Context) bool {
+	j, err := s.node.c.Claim(ctx, s.node.self.ID)
+	switch {
+	case errors.Is(err, cluster.ErrNoWork), errors.Is(err, cluster.ErrNodeUnavailable):
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Warn("claim queued work", "node", s.node.self.ID, "err", s.node.scrub(err))
 		}
-		s.placer.mu.Lock()
-		s.placer.starting[j.ID] = true
-		if j.CallerNode != "" { // a run: its caller starts it
-			ch := s.placer.runs[j.ID]
-			if ch != nil {
-				ch <- j // buffered, and sent once: under the lock, so that a caller that gives up finds it
-			}
-			s.placer.mu.Unlock()
-			if ch == nil {
-				s.trackers.Go(func() {
-					s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
-						Reason: "its caller went away before it could run"})
-					s.placer.mu.Lock()
-					delete(s.placer.starting, j.ID)
-					s.placer.mu.Unlock()
-				})
-			}
-			continue
+		return false
+	}
+	s.placer.mu.Lock()
+	s.placer.starting[j.ID] = true
+	if j.CallerNode != "" { // a run: its caller starts it
+		ch := s.placer.runs[j.ID]
+		if ch != nil {
+			ch <- j // buffered, and sent once: under the lock, so that a caller that gives up finds it
 		}
 		s.placer.mu.Unlock()
-		s.trackers.Go(func() {
-			defer func() {
+		if ch == nil {
+			s.trackers.Go(func() {
+				s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
+					Reason: "its caller went away before it could run"})
 				s.placer.mu.Lock()
 				delete(s.placer.starting, j.ID)
 				s.placer.mu.Unlock()
-			}()
-			s.launchPlaced(ctx, j)
-		})
+			})
+		}
+		return true
 	}
+	s.placer.mu.Unlock()
+	s.trackers.Go(func() {
+		defer func() {
+			s.placer.mu.Lock()
+			delete(s.placer.starting, j.ID)
+			s.placer.mu.Unlock()
+		}()
+		s.launchPlaced(ctx, j)
+	})
+	return true
 }
 
 // launchPlaced starts a job the cluster placed here. Start is recorded before
@@ -889,7 +895,11 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		}
 		return nil, s.node.unavailable(err)
 	}
-	s.wakePlacer()
+	// Claimed here rather than by the claim loop: one hop less for the run
+	// when it may start now. Whatever the claim took, the loop takes the rest.
+	if s.claimOne(s.trackCtx) {
+		s.wakePlacer()
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var j cluster.Job

@@ -127,7 +127,7 @@ func (b *bench) cluster(ctx context.Context, w *tabwriter.Writer) error {
 	// Foreground runs from the warm pool, one at a time, in turns: what the
 	// queue (enqueue, claim, start; the end is recorded after the answer) adds.
 	run := func(n *benchNode) (time.Duration, error) {
-		time.Sleep(100 * time.Millisecond) // the pool refills between runs, as between an agent's
+		time.Sleep(300 * time.Millisecond) // the pool refills between runs (a start takes ~250 ms), as between an agent's
 		t := time.Now()
 		r, err := n.svc.Run(ctx, server.Anonymous, echo, "bench", "", server.RunFollower{})
 		if err == nil && r.State != executor.StateCompleted {
