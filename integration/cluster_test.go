@@ -501,6 +501,58 @@ func TestClusterNodeDeath(t *testing.T) {
 	}
 }
 
+// TestClusterRetryAfterNodeDeath kills the node running two jobs: the one
+// that asked for a retry runs again, whole, on the other node and completes;
+// the one that did not is lost, and never runs again.
+func TestClusterRetryAfterNodeDeath(t *testing.T) {
+	nodes := startCluster(t, 2, 4)
+	ctx := t.Context()
+	start := func(via *clusterNode, retry int) api.Process {
+		t.Helper()
+		p, err := via.c.Start(ctx, api.Spec{Command: "echo begun; sleep 4; echo done", Retry: retry, QueueTimeout: 60})
+		if err != nil {
+			t.Fatalf("start a job with retry %d via node %s: %v", retry, via.id, err)
+		}
+		checkStarted(t, nodes, p)
+		return p
+	}
+	retried := start(nodes[0], 1)
+	victim, survivor := nodes[0], nodes[1]
+	if retried.Node == survivor.id {
+		victim, survivor = survivor, victim
+	}
+	// The job without a retry must run on the victim too: started through it
+	// until one does (it has free slots, so placement may still choose either).
+	var once api.Process
+	for i := 0; once.Node != victim.id; i++ {
+		if i == 6 {
+			t.Fatalf("6 jobs started through node %s, none runs there", victim.id)
+		}
+		once = start(victim, 0)
+	}
+
+	t0 := time.Now()
+	if err := victim.proc.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitProcessGone(t, victim.proc.cmd.Process.Pid)
+	removeContainers(t, victim.id)
+
+	r := waitEnd(t, survivor, retried.ID)
+	if r.State != api.StateCompleted || r.Node != survivor.id || r.Stdout != "begun\ndone\n" {
+		t.Fatalf("the job with retry 1 after its node died: state %s on node %q, stdout %q, error %q; want completed on %s with its whole output",
+			r.State, r.Node, r.Stdout, r.Error, survivor.id)
+	}
+	t.Logf("the retried job completed on node %s %s after the death", survivor.id, since(t0))
+	if r := waitState(t, survivor, once.ID, api.StateLost, lostWithin); r.ExitCode != 125 || r.Node != victim.id {
+		t.Fatalf("the job without retry: exit %d on node %q; want lost, 125, on %s", r.ExitCode, r.Node, victim.id)
+	}
+	time.Sleep(2 * time.Second) // a sweep or two more: it stays lost, and nothing runs it again
+	if r, err := survivor.c.Get(ctx, once.ID); err != nil || r.State != api.StateLost {
+		t.Fatalf("the lost job later: %s, %v", r.State, err)
+	}
+}
+
 // TestClusterPausedNodeFenced stops a node (SIGSTOP) past its lease: the
 // cluster declares its running jobs lost. When it is continued it finds them
 // lost, kills and removes their containers, and nothing it writes late
