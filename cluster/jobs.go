@@ -315,7 +315,7 @@ func (c *Cluster) Finish(ctx context.Context, id string, f Fence, e End) error {
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			update airlock.jobs set state = $4, exit_code = $5, reason = $6, result = $7,
-				ended_at = now(), ended_by = $2, spec = spec - 'env' - 'stdin'
+				ended_at = now(), ended_by = $2, spec = spec - 'env' - 'stdin' - 'sealed'
 			where id = $1 and node = $2 and attempt = $3 and state in ('placed', 'running')`,
 			id, f.Node, f.Attempt, string(e.State), e.ExitCode, e.Reason, result)
 		if err != nil {
@@ -452,7 +452,7 @@ func (c *Cluster) Record(ctx context.Context, nj NewJob, e End) (Job, error) {
 	job, err := scanJob(c.pool.QueryRow(ctx, `
 		insert into airlock.jobs (id, tenant, spec, state, exit_code, reason, result, queue_timeout,
 			queue_deadline, started_at, ended_at)
-		values ($1, $2, ($3::jsonb) - 'env' - 'stdin', $4, $5, $6, $7, interval '1 second', now(), now(), now())
+		values ($1, $2, ($3::jsonb) - 'env' - 'stdin' - 'sealed', $4, $5, $6, $7, interval '1 second', now(), now(), now())
 		returning `+jobColumns, nj.ID, nj.Tenant, string(nj.Spec), string(e.State), e.ExitCode, e.Reason, result))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -522,7 +522,7 @@ func (r totalRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.tot
 func (c *Cluster) Expire(ctx context.Context, id string) (Job, error) {
 	_, err := c.pool.Exec(ctx, `
 		update airlock.jobs set state = 'expired', exit_code = 125, ended_at = now(),
-			spec = spec - 'env' - 'stdin',
+			spec = spec - 'env' - 'stdin' - 'sealed',
 			reason = format('no node had room for it within its queue timeout of %ss', extract(epoch from queue_timeout)::float8)
 		where id = $1 and state = 'queued' and queue_deadline <= now()`, id)
 	if err != nil {

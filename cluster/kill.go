@@ -45,7 +45,7 @@ func (c *Cluster) RequestKill(ctx context.Context, id, signal string, forceAfter
 		case StateQueued:
 			job, err = scanJob(tx.QueryRow(ctx, `
 				update airlock.jobs set state = 'killed', exit_code = 137, ended_at = now(),
-					spec = spec - 'env' - 'stdin',
+					spec = spec - 'env' - 'stdin' - 'sealed',
 					reason = format('killed with %s while it waited in the queue; nothing ran', $2::text)
 				where id = $1 returning `+jobColumns, id, signal))
 		case StatePlaced, api.StateRunning:

@@ -102,7 +102,7 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 			}
 			lost, err := ids(ctx, tx, `
 				update airlock.jobs j set state = 'lost', exit_code = 125, ended_at = now(),
-					last_seen = n.heartbeat_at, spec = j.spec - 'env' - 'stdin',
+					last_seen = n.heartbeat_at, spec = j.spec - 'env' - 'stdin' - 'sealed',
 					reason = format('lost with node %s: its lease expired while the job ran (node last seen %s); it was not run again',
 						j.node, `+lastSeen+`)
 				from airlock.nodes n
@@ -115,7 +115,7 @@ func (c *Cluster) Sweep(ctx context.Context) (Swept, error) {
 		}
 		s.Expired, err = ids(ctx, tx, `
 			update airlock.jobs set state = 'expired', exit_code = 125, ended_at = now(),
-				spec = spec - 'env' - 'stdin',
+				spec = spec - 'env' - 'stdin' - 'sealed',
 				reason = format('no node had room for it within its queue timeout of %ss', extract(epoch from queue_timeout)::float8)
 			where state = 'queued' and queue_deadline <= now()
 			returning id`)

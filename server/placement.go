@@ -183,14 +183,19 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 		s.finishPlaced(j.ID, fence, executor.Result{ID: j.ID, State: state, ExitCode: code, Error: reason,
 			Tenant: j.Tenant, Node: fence.Node, StartedAt: time.Now().UTC(), FinishedAt: time.Now().UTC()})
 	}
-	var spec executor.Spec
-	if err := json.Unmarshal(j.Spec, &spec); err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" could not read the job's request: "+err.Error())
-		return
-	}
 	t, err := s.tenant(j.Tenant)
 	if err != nil {
 		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		return
+	}
+	key, err := s.sealKey(t.name)
+	if err != nil {
+		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		return
+	}
+	spec, err := openSpec(key, j.ID, j.Spec)
+	if err != nil {
+		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" could not read the job's request: "+err.Error())
 		return
 	}
 	a, err := s.ex.AdmitPlaced(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, spec, t.caller)
@@ -380,7 +385,11 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 		return executor.Process{}, err
 	}
 	spec := a.Spec()
-	specJSON, err := json.Marshal(spec)
+	key, err := s.sealKey(t.name)
+	if err != nil {
+		return executor.Process{}, err
+	}
+	specJSON, err := sealSpec(key, a.ID(), spec)
 	if err != nil {
 		return executor.Process{}, err
 	}
