@@ -125,6 +125,9 @@ type Tenant struct {
 	// MaxConcurrent bounds the tenant's foreground runs in flight plus its running
 	// background jobs; past it a new run gets 429.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// MaxQueued bounds the tenant's requests waiting for a place (on one server,
+	// or in the cluster's queue); past it a new one gets 429 at once.
+	MaxQueued int `json:"max_queued,omitempty"`
 	// MaxMemory (bytes) and MaxTimeout (seconds) lower the server's ceilings.
 	MaxMemory  int64   `json:"max_memory,omitempty"`
 	MaxTimeout float64 `json:"max_timeout,omitempty"`
@@ -159,7 +162,7 @@ func DefaultConfig() Config {
 		},
 		Networks:       ec.Networks,
 		Runtimes:       ec.Runtimes,
-		TenantDefaults: Tenant{MaxConcurrent: 16, MaxWorkspaces: 16, MaxWorkspaceBytes: 4 << 30},
+		TenantDefaults: Tenant{MaxConcurrent: 16, MaxQueued: 1000, MaxWorkspaces: 16, MaxWorkspaceBytes: 4 << 30},
 		Pool:           map[string]int{ec.DefaultImage: 2},
 		// Room for the largest stdin the executor takes, plus command and env.
 		MaxBodyBytes: ec.MaxStdin*2 + int64(ec.MaxArgBytes)*2 + 64<<10,
@@ -225,6 +228,14 @@ var settings = []setting{
 			return fmt.Errorf("%q is not a positive integer", v)
 		}
 		c.TenantDefaults.MaxConcurrent = n
+		return nil
+	}},
+	{"max-queued", "requests per tenant waiting for a place (on this server, or in the cluster's queue)", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a positive integer", v)
+		}
+		c.TenantDefaults.MaxQueued = n
 		return nil
 	}},
 	{"allowed-images", "images tenants may run, comma-separated (default: any)", func(c *Config, v string) error {
@@ -375,7 +386,7 @@ func (c *Config) validate() error {
 		return err
 	}
 	check := func(name string, t Tenant) error {
-		if t.MaxConcurrent < 0 || t.MaxMemory < 0 || t.MaxTimeout < 0 || t.MaxWorkspaces < 0 || t.MaxWorkspaceBytes < 0 {
+		if t.MaxConcurrent < 0 || t.MaxQueued < 0 || t.MaxMemory < 0 || t.MaxTimeout < 0 || t.MaxWorkspaces < 0 || t.MaxWorkspaceBytes < 0 {
 			return fmt.Errorf("%s: limits must not be negative", name)
 		}
 		if t.Policy != nil {

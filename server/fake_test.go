@@ -129,6 +129,47 @@ func TestReserveTakesTurns(t *testing.T) {
 	}
 }
 
+// TestReserveQueueIsBounded: past max_queued requests waiting, the next is
+// refused at once, naming the limit, and the waiting ones keep their places.
+func TestReserveQueueIsBounded(t *testing.T) {
+	s := &Service{}
+	tn := &tenantState{limits: Tenant{MaxConcurrent: 1, MaxQueued: 2}}
+	ctx := t.Context()
+	held, err := s.reserve(ctx, tn, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 2)
+	for range 2 {
+		go func() {
+			release, err := s.reserve(ctx, tn, 10*time.Second)
+			if err == nil {
+				release()
+			}
+			got <- err
+		}()
+	}
+	for {
+		tn.mu.Lock()
+		n := len(tn.turns)
+		tn.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t0 := time.Now()
+	if _, err := s.reserve(ctx, tn, 10*time.Second); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "max_queued") || time.Since(t0) > time.Second {
+		t.Fatalf("a third waiter past max_queued 2: %v after %s; want ErrBusy at once, naming max_queued", err, time.Since(t0))
+	}
+	held()
+	for range 2 {
+		if err := <-got; err != nil {
+			t.Fatalf("a waiter within the bound: %v", err)
+		}
+	}
+}
+
 // TestSweepForgetsExpiredJobs: the periodic sweep forgets the jobs that ended
 // longer ago than keep_jobs.
 func TestSweepForgetsExpiredJobs(t *testing.T) {

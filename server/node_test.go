@@ -407,3 +407,49 @@ func TestSweepPrunesTheClustersEndedJobs(t *testing.T) {
 		t.Fatalf("the job through the API after the prune: %d, want 404", status)
 	}
 }
+
+// TestClusterQueueIsBounded: with every slot taken, a tenant's requests wait in
+// the cluster's queue up to its max_queued; the next is refused at once with
+// 429, naming the limit.
+func TestClusterQueueIsBounded(t *testing.T) {
+	pg := pgtest.New(t)
+	f := enginefake.New()
+	f.Hang = true
+	a := newFakeHarness(t, f, func(c *Config) {
+		c.Cluster = ClusterConfig{Database: pg.URL(), NodeID: "node-a", Lease: testLease.Seconds(), Slots: 1}
+		c.TenantDefaults.MaxQueued = 1
+	})
+	job := map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 20}
+	if status, data, _ := a.do("POST", "/v1/processes", tokA, job); status/100 != 2 {
+		t.Fatalf("the first job: %d %s", status, data)
+	}
+	// Those that wait give up after 3 s: 503 queue_timeout.
+	waiter := map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 3}
+	waiting := make(chan int, 2)
+	wait := func(token string) {
+		status, _, _ := a.do("POST", "/v1/processes", token, waiter)
+		waiting <- status
+	}
+	go wait(tokA)
+	eventually(t, 2*time.Second, "the second job waiting in the queue", func() bool {
+		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "alpha", State: cluster.StateQueued})
+		return err == nil && n == 1
+	})
+	t0 := time.Now()
+	status, data, _ := a.do("POST", "/v1/processes", tokA, job)
+	wantError(t, status, data, http.StatusTooManyRequests, "busy", "")
+	if !strings.Contains(string(data), "max_queued") || time.Since(t0) > 2*time.Second {
+		t.Fatalf("the refusal past max_queued, after %s: %s; want it at once, naming max_queued", time.Since(t0), data)
+	}
+	// Another tenant has its own bound.
+	go wait(tokB)
+	eventually(t, 2*time.Second, "beta's job waiting in the queue", func() bool {
+		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "beta", State: cluster.StateQueued})
+		return err == nil && n == 1
+	})
+	for range 2 {
+		if s := <-waiting; s != http.StatusServiceUnavailable {
+			t.Fatalf("a job that waited past its queue timeout while every slot was taken: %d, want 503", s)
+		}
+	}
+}

@@ -417,7 +417,7 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 	})
 	switch {
 	case errors.Is(err, cluster.ErrQueueFull):
-		return executor.Process{}, fmt.Errorf("%w: %v", ErrBusy, err)
+		return executor.Process{}, fmt.Errorf("%w: %v (max_queued); retry when one has started", ErrBusy, err)
 	case errors.Is(err, cluster.ErrNotFound):
 		return executor.Process{}, &executor.SpecError{Field: "workspace", Reason: fmt.Sprintf("no workspace %q of the tenant's is known to the cluster", spec.Workspace)}
 	case err != nil:
@@ -435,7 +435,7 @@ func (s *Service) tenantLimits(ctx context.Context, t *tenantState) error {
 	if t.clusterLimits {
 		return nil
 	}
-	err := s.node.c.SetTenant(ctx, cluster.Tenant{Name: t.name, MaxRunning: t.limits.MaxConcurrent})
+	err := s.node.c.SetTenant(ctx, cluster.Tenant{Name: t.name, MaxRunning: t.limits.MaxConcurrent, MaxQueued: t.limits.MaxQueued})
 	if err != nil {
 		return s.node.unavailable(err)
 	}
@@ -900,7 +900,7 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 	if err != nil {
 		forget()
 		if errors.Is(err, cluster.ErrQueueFull) {
-			return nil, fmt.Errorf("%w: %v", ErrBusy, err)
+			return nil, fmt.Errorf("%w: %v (max_queued); retry when one has started", ErrBusy, err)
 		}
 		return nil, s.node.unavailable(err)
 	}

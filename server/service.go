@@ -258,6 +258,7 @@ func (s *Service) tenant(name string) (*tenantState, error) {
 		limits = s.cfg.TenantDefaults
 	}
 	limits.MaxConcurrent = cmp.Or(limits.MaxConcurrent, s.cfg.TenantDefaults.MaxConcurrent)
+	limits.MaxQueued = cmp.Or(limits.MaxQueued, s.cfg.TenantDefaults.MaxQueued)
 	limits.MaxWorkspaces = cmp.Or(limits.MaxWorkspaces, s.cfg.TenantDefaults.MaxWorkspaces)
 	limits.MaxWorkspaceBytes = cmp.Or(limits.MaxWorkspaceBytes, s.cfg.TenantDefaults.MaxWorkspaceBytes)
 	if limits.AllowedImages == nil {
@@ -372,6 +373,11 @@ func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duratio
 		t.active++
 		t.mu.Unlock()
 		return t.releaser(), nil
+	}
+	if t.limits.MaxQueued > 0 && len(t.turns) >= t.limits.MaxQueued {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: the tenant has %d requests waiting for a place, its max_queued; retry when one ends",
+			ErrBusy, t.limits.MaxQueued)
 	}
 	turn := make(chan struct{})
 	t.turns = append(t.turns, turn)
