@@ -40,6 +40,14 @@ type placer struct {
 	watched map[string]chan struct{}
 }
 
+// started forgets that job id is being started: launched, given back, or
+// handed on.
+func (p *placer) started(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.starting, id)
+}
+
 // watch returns a channel closed at the next notice about job id.
 func (p *placer) watch(id string) <-chan struct{} {
 	p.mu.Lock()
@@ -155,20 +163,14 @@ func (s *Service) claimOne(ctx context.Context) bool {
 			s.trackers.Go(func() {
 				s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
 					Reason: "its caller went away before it could run"})
-				s.placer.mu.Lock()
-				delete(s.placer.starting, j.ID)
-				s.placer.mu.Unlock()
+				s.placer.started(j.ID)
 			})
 		}
 		return true
 	}
 	s.placer.mu.Unlock()
 	s.trackers.Go(func() {
-		defer func() {
-			s.placer.mu.Lock()
-			delete(s.placer.starting, j.ID)
-			s.placer.mu.Unlock()
-		}()
+		defer s.placer.started(j.ID)
 		s.launchPlaced(ctx, j)
 	})
 	return true
@@ -943,9 +945,7 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		}
 	}
 	err = s.node.c.Start(ctx, id, j.Fence())
-	s.placer.mu.Lock()
-	delete(s.placer.starting, id)
-	s.placer.mu.Unlock()
+	s.placer.started(id)
 	if err != nil {
 		forget()
 		return nil, s.node.unavailable(err)
