@@ -100,3 +100,28 @@ func TestKindOfAsNameKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestIsLitWordHoldsNoCommands: the walk steps over a word isLitWord accepts
+// as a word mayHoldCommands rejects.
+func TestIsLitWordHoldsNoCommands(t *testing.T) {
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	n := 0
+	for _, src := range fastPathInputs(t) {
+		f, err := p.Parse(strings.NewReader(src), "")
+		if err != nil {
+			continue
+		}
+		syntax.Walk(f, func(node syntax.Node) bool {
+			if w, ok := node.(*syntax.Word); ok && isLitWord(w) {
+				n++
+				if mayHoldCommands(w) {
+					t.Errorf("%q: word %q: isLitWord, but mayHoldCommands", src, w.Lit())
+				}
+			}
+			return true
+		})
+	}
+	if n == 0 {
+		t.Error("no literal words seen")
+	}
+}

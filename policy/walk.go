@@ -543,10 +543,27 @@ func (w *treeWalk) loop(n syntax.Loop) {
 	w.leave()
 }
 
+// words walks a list of words. A word of one literal, most words, is
+// stepped over here without the calls of word: it holds no commands, so its
+// walk is its entry's step (enterWord, then no look inside).
 func (w *treeWalk) words(list []*syntax.Word) {
 	for _, x := range list {
+		if isLitWord(x) {
+			w.leave() // the same step: counted by collect, and by the judging walk unless it is done
+			continue
+		}
 		w.word(x)
 	}
+}
+
+// isLitWord reports whether w is one literal part; such a word never may hold
+// commands (mayHoldCommands).
+func isLitWord(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	_, ok := w.Parts[0].(*syntax.Lit)
+	return ok
 }
 
 func (w *treeWalk) word(n *syntax.Word) {
