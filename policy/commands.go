@@ -19,7 +19,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
 		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
 	}
-	argv, extra, excused, ok := c.unwrap(argv, &ctx)
+	argv, name, kind, extra, excused, ok := c.unwrap(argv, &ctx)
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
@@ -31,8 +31,6 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		}
 		extra = !ctx.stdinKnow
 	}
-	name := commandName(argv[0].s)
-	kind := kindOf(name)
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
 		c.trace = append(c.trace, Step{Command: match.String()})
@@ -242,17 +240,23 @@ var wrappers = map[string]struct {
 	"parallel": {optsWithValue: "jNnSPIaXL", longWithValue: []string{"--jobs", "--max-args", "--sshlogin", "--arg-file", "--delimiter", "--joblog", "--results", "--timeout"}},
 }
 
-// unwrap strips wrappers from argv and returns the command they run. extra is true
+// unwrap strips wrappers from argv and returns the command they run, with its
+// program's name (commandName of its first word) and that name's kind, which
+// unwrap has looked up already. extra is true
 // when the command receives arguments only known at run time (xargs). excused is
 // true when an operator allow pattern matched the command at some wrapper level
 // ("sudo apt-get update"). ok is false when nothing runs (`command -v rm`) or a
 // refusal was recorded.
-func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excused, ok bool) {
+func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string, kind nameKind, extra, excused, ok bool) {
 	for range maxDepth {
-		if len(argv) == 0 || argv[0].dynamic {
-			return argv, extra, excused, true
+		if len(argv) == 0 {
+			return argv, "", 0, extra, excused, true
 		}
-		name := commandName(argv[0].s)
+		base := commandName(argv[0].s)
+		if argv[0].dynamic {
+			return argv, base, kindOf(base), extra, excused, true
+		}
+		name := base
 		if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so" {
 			name = "ld.so" // the dynamic loader runs the program it is given
 		}
@@ -261,28 +265,29 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			argv = []word{{s: "sh"}, {s: "-c"}, script}
 			continue
 		}
-		if kindOf(name)&kindWrapper == 0 {
-			return argv, extra, excused, true
+		kind := kindOf(name)
+		if kind&kindWrapper == 0 {
+			return argv, base, kind, extra, excused, true // base is name: only ld.so's names are renamed, and ld.so is a wrapper
 		}
 		w := wrappers[name]
 		if len(c.p.allowPatterns) > 0 && c.allowed(strings.TrimSpace(name+" "+joinWords(argv[1:]))) {
-			return argv, extra, true, true // excused as written: judge nothing below it
+			return argv, base, kindOf(base), extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
 		switch name {
 		case "sudo", "doas":
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
-			return nil, false, false, false
+			return nil, "", 0, false, false, false
 		}
 		if c.p.operatorDenies() {
 			if c.operatorDeny(name, joinWords(argv), argv[1:]); c.done() {
-				return nil, false, false, false
+				return nil, "", 0, false, false, false
 			}
 		}
 		rest := argv[1:]
 		if name == "busybox" || name == "toybox" {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
-				return nil, false, false, false // busybox --list, --help: runs nothing
+				return nil, "", 0, false, false, false // busybox --list, --help: runs nothing
 			}
 			argv = rest
 			continue
@@ -290,7 +295,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 		if name == "command" {
 			for _, a := range rest {
 				if a.s == "-v" || a.s == "-V" {
-					return nil, false, false, false // only prints what the name is
+					return nil, "", 0, false, false, false // only prints what the name is
 				}
 			}
 		}
@@ -328,7 +333,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 					c.writeTo(v, joinWords(argv))
 				}
 				if c.done() {
-					return nil, false, false, false
+					return nil, "", 0, false, false, false
 				}
 			}
 			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
@@ -378,7 +383,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			i++
 		}
 		if i >= len(rest) {
-			return nil, false, false, false // the wrapper alone runs nothing of concern
+			return nil, "", 0, false, false, false // the wrapper alone runs nothing of concern
 		}
 		if name == "xargs" {
 			extra = true
@@ -394,7 +399,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 		}
 	}
 	c.refuse(RuleTooComplex, joinWords(argv))
-	return nil, false, false, false
+	return nil, "", 0, false, false, false
 }
 
 // stringRunner returns the script a runner hands to a shell as a string: watch
@@ -480,7 +485,7 @@ func (c *checker) unwrapQuiet(argv []word) []word {
 	quiet := &checker{p: &Policy{mode: c.p.mode}, vars: c.vars, bombs: c.bombs, funcs: map[string]funcDef{},
 		aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
 		argsCache: map[*syntax.CallExpr][][]word{}}
-	cmd, _, _, _ := quiet.unwrap(argv, &cmdContext{})
+	cmd, _, _, _, _, _ := quiet.unwrap(argv, &cmdContext{})
 	if cmd == nil && len(argv) > 0 && (commandName(argv[0].s) == "sudo" || commandName(argv[0].s) == "doas") {
 		return argv[1:]
 	}
