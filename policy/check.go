@@ -510,9 +510,7 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 			}
 		}
 	case *syntax.FuncDecl:
-		if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
-			c.bombs[n.Name.Value] = true
-		}
+		// Whether it is a fork bomb is told by the walk of its body (treeWalk.body).
 		if n.Name != nil {
 			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
 		}
@@ -682,66 +680,6 @@ func (c *checker) partValuesNoSplit(src string, part syntax.WordPart) []string {
 		return nil
 	}
 	return joinAlternatives(choices)
-}
-
-// spawnsItself reports whether a function body calls the function in a pipeline,
-// in the background, or more than once: the shape of every fork bomb.
-func spawnsItself(name string, body *syntax.Stmt) bool {
-	v := &selfCalls{name: name}
-	if body.Background {
-		v.walkForked(body.Cmd)
-	} else {
-		v.root = body
-		walk(body, v)
-	}
-	return v.forkedCall || v.calls >= 2
-}
-
-// selfCalls is the visitor of spawnsItself: it counts the calls of a function
-// in its body, and those that run in a fork (a pipeline or the background).
-type selfCalls struct {
-	name       string
-	calls      int
-	forkedCall bool        // a call runs in a fork
-	inFork     bool        // the walk is inside a fork
-	root       syntax.Node // where the current walk started
-}
-
-func (v *selfCalls) enter(n syntax.Node) bool {
-	switch n := n.(type) {
-	case *syntax.Word:
-		return mayHoldCommands(n) // a call is only inside a substitution
-	case *syntax.Stmt:
-		if n.Background && n != v.root {
-			v.walkForked(n.Cmd)
-			return false
-		}
-	case *syntax.BinaryCmd:
-		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-			v.walkForked(n.X)
-			v.walkForked(n.Y)
-			return false
-		}
-	case *syntax.CallExpr:
-		if len(n.Args) > 0 && wordLit(n.Args[0]) == v.name {
-			v.calls++
-			v.forkedCall = v.forkedCall || v.inFork
-		}
-	}
-	return true
-}
-
-func (v *selfCalls) leave() {}
-
-// walkForked walks n as a command that runs in a fork.
-func (v *selfCalls) walkForked(n syntax.Node) {
-	if n == nil {
-		return // a statement of redirections only: f(){ >x & }
-	}
-	inFork, root := v.inFork, v.root
-	v.inFork, v.root = true, n
-	walk(n, v)
-	v.inFork, v.root = inFork, root
 }
 
 // funcDef is a function the script defines.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -124,4 +125,102 @@ func TestIsLitWordHoldsNoCommands(t *testing.T) {
 	if n == 0 {
 		t.Error("no literal words seen")
 	}
+}
+
+// TestCollectTellsForkBombsAsSpawnsItself: collect's walk tells the fork
+// bombs (treeWalk.body) that spawnsItself, its own walk of each function
+// body, tells.
+func TestCollectTellsForkBombsAsSpawnsItself(t *testing.T) {
+	in := append(fastPathInputs(t),
+		":(){ :|:& };:", "bomb(){ bomb|bomb& }; bomb", "f(){ f & f; }; f", "f(){ f; }; f", "f(){ f; f; }",
+		"f(){ (f &); f; }", "f(){ f & }", "f(){ g(){ f|:; }; }", "f(){ g(){ g|:; }; }", "f(){ g(){ f; }; f; }",
+		"f(){ :& >$(f); }", "f(){ : >$(f) & }", "f(){ : >$(f) & f; }", "f(){ { f; } & }", "f(){ echo $(f) | cat; }",
+		"f(){ x=$(f); f; }", "f(){ f() { f; }; f; }", "f(){ a | { b & f; }; }", "f(){ cat <<EOF\n$(f)\nEOF\n}",
+		"f(){ cat <<EOF &\n$(f) $(f)\nEOF\n}", "function f { f | f & }", "f(){ f 2>$(f); }", "f(){ : & } >$(f)",
+		"f(){ (f) & }", "f(){ coproc f; }", "f(){ time f | :; }", "f(){ [[ $(f) ]]; f; }", "f(){ for i in $(f); do f; done; }",
+		"f() { case $(f) in *) f|: ;; esac; }", "f(){ x=${y:-$(f)}; f; }", "f(){ g & }; g(){ f|f; }", "f(){ echo; } &")
+	p := Default()
+	bombs := 0
+	for _, src := range in {
+		f, err := parse(src)
+		if err != nil {
+			continue
+		}
+		want := map[string]bool{}
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil && spawnsItself(fd.Name.Value, fd.Body) {
+				want[fd.Name.Value] = true
+			}
+			return true
+		})
+		bombs += len(want)
+		c := p.newChecker()
+		c.collect(src, f)
+		if !c.done() && !maps.Equal(c.bombs, want) {
+			t.Errorf("%q: collect tells the fork bombs %v, spawnsItself %v", src, c.bombs, want)
+		}
+	}
+	if bombs < 10 {
+		t.Errorf("only %d fork bombs among the inputs", bombs)
+	}
+}
+
+// spawnsItself reports whether a function body calls the function in a pipeline,
+// in the background, or more than once: the shape of every fork bomb.
+func spawnsItself(name string, body *syntax.Stmt) bool {
+	v := &selfCalls{name: name}
+	if body.Background {
+		v.walkForked(body.Cmd)
+	} else {
+		v.root = body
+		walk(body, v)
+	}
+	return v.forkedCall || v.calls >= 2
+}
+
+// selfCalls is the visitor of spawnsItself: it counts the calls of a function
+// in its body, and those that run in a fork (a pipeline or the background).
+type selfCalls struct {
+	name       string
+	calls      int
+	forkedCall bool        // a call runs in a fork
+	inFork     bool        // the walk is inside a fork
+	root       syntax.Node // where the current walk started
+}
+
+func (v *selfCalls) enter(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Word:
+		return mayHoldCommands(n) // a call is only inside a substitution
+	case *syntax.Stmt:
+		if n.Background && n != v.root {
+			v.walkForked(n.Cmd)
+			return false
+		}
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			v.walkForked(n.X)
+			v.walkForked(n.Y)
+			return false
+		}
+	case *syntax.CallExpr:
+		if len(n.Args) > 0 && wordLit(n.Args[0]) == v.name {
+			v.calls++
+			v.forkedCall = v.forkedCall || v.inFork
+		}
+	}
+	return true
+}
+
+func (v *selfCalls) leave() {}
+
+// walkForked walks n as a command that runs in a fork.
+func (v *selfCalls) walkForked(n syntax.Node) {
+	if n == nil {
+		return // a statement of redirections only: f(){ >x & }
+	}
+	inFork, root := v.inFork, v.root
+	v.inFork, v.root = true, n
+	walk(n, v)
+	v.inFork, v.root = inFork, root
 }

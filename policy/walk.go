@@ -225,6 +225,24 @@ type treeWalk struct {
 	collect bool // collect's walk (collectNode); otherwise the judging walk (redirects, call, judgeBinary, ...)
 	ws      walkState
 	depth   int
+	// Collect's walk tells fork bombs while it goes through function bodies
+	// (see bodies): open are the functions whose bodies it is in, forks the
+	// forks it is in (pipeline stages, background statements), and quiet the
+	// redirects of background statements it is in, whose calls the fork-bomb
+	// test does not count. forks and quiet count only inside a body.
+	open  []openFunc
+	forks int
+	quiet int
+}
+
+// openFunc is a function whose body collect's walk is in, and what the walk
+// has seen of its calls there: a fork bomb calls itself in a fork (a pipeline
+// or the background) or more than once.
+type openFunc struct {
+	name         string
+	forks, quiet int // the walk's forks and quiet where the body starts
+	calls        int
+	forkedCall   bool
 }
 
 // enterPlain is what both visitors do on entering a node that neither acts
@@ -306,11 +324,24 @@ func (w *treeWalk) stmt(n *syntax.Stmt) {
 			return
 		}
 	}
+	// In a function body, a background statement's command runs in a fork, and
+	// the calls of its redirects are not counted (see bodies).
+	background := n.Background && len(w.open) > 0
+	if background {
+		w.forks++
+	}
 	if n.Cmd != nil {
 		w.command(n.Cmd)
 	}
+	if background {
+		w.forks--
+		w.quiet++
+	}
 	for _, r := range n.Redirs {
 		w.redirect(r)
+	}
+	if background {
+		w.quiet--
 	}
 	w.leave()
 }
@@ -352,6 +383,9 @@ func (w *treeWalk) command(n syntax.Command) {
 	switch n := n.(type) {
 	case *syntax.CallExpr:
 		if w.collect {
+			if len(w.open) > 0 {
+				w.countCall(n)
+			}
 			if !w.c.collectNode(w.src, n) {
 				return
 			}
@@ -405,8 +439,16 @@ func (w *treeWalk) command(n syntax.Command) {
 				return
 			}
 		}
+		// In a function body, a pipeline's stages run in forks.
+		piped := (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && len(w.open) > 0
+		if piped {
+			w.forks++
+		}
 		w.stmt(n.X)
 		w.stmt(n.Y)
+		if piped {
+			w.forks--
+		}
 	case *syntax.FuncDecl:
 		if !w.enterCollect(n) {
 			return
@@ -417,7 +459,7 @@ func (w *treeWalk) command(n syntax.Command) {
 		for _, l := range n.Names {
 			w.lit(l)
 		}
-		w.stmt(n.Body)
+		w.body(n)
 	case *syntax.ArithmCmd:
 		if !w.enterPlain() {
 			return
@@ -493,6 +535,44 @@ func (w *treeWalk) command(n syntax.Command) {
 		panic(fmt.Sprintf("walk: unexpected node type %T", n))
 	}
 	w.leave()
+}
+
+// body walks a function's body. Collect's walk also tells whether the
+// function is a fork bomb: the walk of spawnsItself, which looked at every
+// call in the body once more, at the same calls, with the same forks
+// (fastpath_test.go holds it to that walk): a background statement's command
+// and a pipeline's stages run in forks, and the calls in a background
+// statement's redirects are not counted. (spawnsItself walked a pipeline's
+// stage as the root of a fork, where being in the background adds nothing;
+// the parser makes no stage that is.) Past the step budget the walk stops
+// and the test is left unfinished, as nothing is judged then.
+func (w *treeWalk) body(n *syntax.FuncDecl) {
+	if !w.collect || n.Name == nil {
+		w.stmt(n.Body)
+		return
+	}
+	w.open = append(w.open, openFunc{name: n.Name.Value, forks: w.forks, quiet: w.quiet})
+	w.stmt(n.Body)
+	f := w.open[len(w.open)-1]
+	w.open = w.open[:len(w.open)-1]
+	if f.forkedCall || f.calls >= 2 {
+		w.c.bombs[f.name] = true
+	}
+}
+
+// countCall counts call for the functions whose bodies the walk is in, if
+// it calls one of them.
+func (w *treeWalk) countCall(call *syntax.CallExpr) {
+	if len(call.Args) == 0 {
+		return
+	}
+	name := wordLit(call.Args[0])
+	for i := range w.open {
+		if f := &w.open[i]; f.name == name && f.quiet == w.quiet {
+			f.calls++
+			f.forkedCall = f.forkedCall || w.forks > f.forks
+		}
+	}
 }
 
 func (w *treeWalk) ifClause(n *syntax.IfClause) {
