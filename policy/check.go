@@ -113,6 +113,7 @@ type checker struct {
 	vars        vars
 	bombs       map[string]bool    // functions that spawn copies of themselves
 	funcs       map[string]funcDef // the script's functions, judged again with each call's arguments
+	funcNames   nameFilter         // the names in funcs, to look up only names that may be there
 	aliases     map[string]string  // alias name -> its text
 	inCall      map[string]bool    // functions being judged with arguments, against recursion
 	fetchedVars []string           // variables assigned the output of curl or wget
@@ -513,6 +514,7 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 		// Whether it is a fork bomb is told by the walk of its body (treeWalk.body).
 		if n.Name != nil {
 			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
+			c.funcNames.add(n.Name.Value)
 		}
 	case *syntax.CallExpr:
 		// read, mapfile, getopts and friends assign at run time.
@@ -680,6 +682,33 @@ func (c *checker) partValuesNoSplit(src string, part syntax.WordPart) []string {
 		return nil
 	}
 	return joinAlternatives(choices)
+}
+
+// function returns the function the script defines by name, if it does.
+// Every command is looked up, and nearly none is a function: the filter of
+// the functions' names answers for most without the map.
+func (c *checker) function(name string) (funcDef, bool) {
+	if !c.funcNames.mayHold(name) {
+		return funcDef{}, false
+	}
+	f, ok := c.funcs[name]
+	return f, ok
+}
+
+// nameFilter is a set of names that may answer yes for a name it was not
+// given, but never no for one it was: a bit per name, chosen by its length
+// and its first and last bytes.
+type nameFilter uint64
+
+func (f *nameFilter) add(name string) { *f |= nameBit(name) }
+
+func (f nameFilter) mayHold(name string) bool { return f&nameBit(name) != 0 }
+
+func nameBit(name string) nameFilter {
+	if name == "" {
+		return 1
+	}
+	return 1 << ((len(name) + 3*int(name[0]) + 7*int(name[len(name)-1])) % 64)
 }
 
 // funcDef is a function the script defines.

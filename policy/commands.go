@@ -70,7 +70,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	case "hash":
 		c.hash(argv[1:])
 	}
-	f, isFunc := c.funcs[name]
+	f, isFunc := c.function(name)
 	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.

@@ -224,3 +224,32 @@ func (v *selfCalls) walkForked(n syntax.Node) {
 	walk(n, v)
 	v.inFork, v.root = inFork, root
 }
+
+// TestFunctionAsFuncs: the filter of function names never hides a function
+// from funcs, and lets through few names that are none.
+func TestFunctionAsFuncs(t *testing.T) {
+	in := fastPathInputs(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	passed := 0
+	for round := 0; round < 200; round++ {
+		c := &checker{funcs: map[string]funcDef{}}
+		for range rng.IntN(20) {
+			name := in[rng.IntN(len(in))]
+			c.funcs[name] = funcDef{src: name}
+			c.funcNames.add(name)
+		}
+		for _, name := range in[:2000] {
+			got, gotOK := c.function(name)
+			want, wantOK := c.funcs[name]
+			if got != want || gotOK != wantOK {
+				t.Fatalf("function(%q) = %v, %v; funcs has %v, %v", name, got, gotOK, want, wantOK)
+			}
+			if c.funcNames.mayHold(name) && !wantOK {
+				passed++
+			}
+		}
+	}
+	if passed > 200*2000/4 {
+		t.Errorf("the filter let through %d of %d names that are no function", passed, 200*2000)
+	}
+}
