@@ -138,6 +138,9 @@ type checker struct {
 	finder fetchFinder
 	// spareWalks are the emptied maps of walks that ended, for the next walks.
 	spareWalks []walkState
+	// events are the judging walks' actions collect recorded (judgeEvent),
+	// of the scripts being judged, a nested script's after its parent's.
+	events []judgeEvent
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -193,12 +196,12 @@ func (c *checker) release() {
 	clearMap(c.judged)
 	clearMap(c.argsCache)
 	clear(c.fetchedVars)
-	if !c.slabs.reset() {
+	if !c.slabs.reset() || cap(c.events) > maxSlab {
 		return
 	}
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
 		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
-		spareWalks: c.spareWalks}
+		spareWalks: c.spareWalks, events: c.events[:0]}
 	checkers.Put(c)
 }
 
@@ -289,11 +292,16 @@ func (c *checker) script(src string, depth int) {
 		return
 	}
 	before := c.stateSize()
+	start := len(c.events)
 	c.collect(src, f)
 	if c.stateSize() != before {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
-	c.walk(src, f, depth)
+	// The judging walk, from what collect's walk recorded (replay): walking
+	// the tree again cost as much as the judging of small scripts.
+	c.replay(src, start, depth)
+	clear(c.events[start:]) // let go of the tree
+	c.events = c.events[:start]
 }
 
 // judgedBefore reports whether src was judged already at the current
@@ -449,6 +457,7 @@ var bindingWordsBy = func() (by [256][]string) {
 func (c *checker) collect(src string, f *syntax.File) {
 	w := treeWalk{c: c, src: src, collect: true}
 	w.file(f)
+	w.endEvents()
 }
 
 // collectNode is collect's entry of a node it may act on; it reports whether

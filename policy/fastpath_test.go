@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -251,5 +252,56 @@ func TestFunctionAsFuncs(t *testing.T) {
 	}
 	if passed > 200*2000/4 {
 		t.Errorf("the filter let through %d of %d names that are no function", passed, 200*2000)
+	}
+}
+
+// TestReplayAsWalk: the judging of a script collect walked through, replayed
+// from the events collect recorded, judges as the judging walk of the tree
+// (docs/policy.md, Speed): the same decision, the same trace, the same steps.
+func TestReplayAsWalk(t *testing.T) {
+	strict, err := New(Config{Mode: ModeStrict, WorkspaceRoots: []string{"/workspace"},
+		Allowlist: []ProgramRule{{Program: "ls"}, {Program: "git"}, {Program: "echo"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := append(fastPathInputs(t), "f(){ rm -rf /; }; f", "x=rm; $x -rf /", "a=1; echo $a | sh", "declare x=$(id); let y=1",
+		"for i in a b; do echo $i; done >/etc/x", "f(){ g | sh; }; f a b", `x='rm -rf /'; sh -c "$x"`, "a=b; cat <<EOF | sh\nrm\nEOF")
+	judged := 0
+	for _, p := range []*Policy{Default(), strict} {
+		for _, src := range in {
+			f, err := parse(src)
+			if err != nil || !mayBind(src) {
+				continue
+			}
+			judged++
+			replayed := p.newChecker()
+			replayed.trace = []Step{}
+			replayed.script(src, 0)
+
+			// script, with the judging walk in place of collect's record
+			walked := p.newChecker()
+			walked.trace = []Step{}
+			walked.judgedBefore(src)
+			before := walked.stateSize()
+			walked.collect(src, f)
+			walked.events = walked.events[:0]
+			if walked.stateSize() != before {
+				walked.generation++
+			}
+			walked.walk(src, f, 0)
+
+			if d, want := replayed.decision(), walked.decision(); d != want {
+				t.Errorf("%q: replayed %+v, walked %+v", src, d, want)
+			}
+			if !slices.Equal(replayed.trace, walked.trace) {
+				t.Errorf("%q: replayed trace %v, walked %v", src, replayed.trace, walked.trace)
+			}
+			if replayed.steps != walked.steps && min(replayed.steps, walked.steps) <= maxSteps {
+				t.Errorf("%q: replayed in %d steps, walked in %d", src, replayed.steps, walked.steps)
+			}
+		}
+	}
+	if judged < 1000 {
+		t.Errorf("only %d scripts judged", judged)
 	}
 }

@@ -233,6 +233,11 @@ type treeWalk struct {
 	open  []openFunc
 	forks int
 	quiet int
+	// Collect's walk also records the judging walk's actions (events):
+	// walked counts the walk's own steps (not those of its actions), and mark
+	// is walked where the last event's entry step was taken.
+	walked int
+	mark   int
 }
 
 // openFunc is a function whose body collect's walk is in, and what the walk
@@ -254,6 +259,7 @@ func (w *treeWalk) enterPlain() bool {
 		return false
 	}
 	c.step()
+	w.walked++
 	return !c.done()
 }
 
@@ -265,12 +271,14 @@ func (w *treeWalk) enterWord(x *syntax.Word) bool {
 		return false
 	}
 	c.step()
+	w.walked++
 	return mayHoldCommands(x)
 }
 
 // enterCollect enters a node that only collect acts on.
 func (w *treeWalk) enterCollect(n syntax.Node) bool {
 	if w.collect {
+		w.walked++ // collectNode's step
 		return w.c.collectNode(w.src, n)
 	}
 	return w.enterPlain()
@@ -294,6 +302,7 @@ func (w *treeWalk) enterJudge() bool {
 func (w *treeWalk) leave() {
 	if w.collect || !w.c.done() {
 		w.c.step()
+		w.walked++
 	}
 }
 
@@ -313,6 +322,7 @@ func (w *treeWalk) stmts(list []*syntax.Stmt) {
 
 func (w *treeWalk) stmt(n *syntax.Stmt) {
 	if w.collect {
+		w.event(n)
 		if !w.enterPlain() {
 			return
 		}
@@ -386,6 +396,8 @@ func (w *treeWalk) command(n syntax.Command) {
 			if len(w.open) > 0 {
 				w.countCall(n)
 			}
+			w.event(n)
+			w.walked++ // collectNode's step
 			if !w.c.collectNode(w.src, n) {
 				return
 			}
@@ -428,6 +440,7 @@ func (w *treeWalk) command(n syntax.Command) {
 		w.stmts(n.Do)
 	case *syntax.BinaryCmd:
 		if w.collect {
+			w.event(n)
 			if !w.enterPlain() {
 				return
 			}
@@ -480,6 +493,7 @@ func (w *treeWalk) command(n syntax.Command) {
 		w.test(n.X)
 	case *syntax.DeclClause:
 		if w.collect {
+			w.event(n)
 			if !w.enterPlain() {
 				return
 			}
@@ -496,6 +510,7 @@ func (w *treeWalk) command(n syntax.Command) {
 		}
 	case *syntax.LetClause:
 		if w.collect {
+			w.event(n)
 			if !w.enterPlain() {
 				return
 			}
@@ -535,6 +550,72 @@ func (w *treeWalk) command(n syntax.Command) {
 		panic(fmt.Sprintf("walk: unexpected node type %T", n))
 	}
 	w.leave()
+}
+
+// A judgeEvent is where the judging walk of a script acts (at a statement, a
+// simple command, a binary command, a declaration or a let), recorded by
+// collect's walk of the script with the walk's own steps before it; a nil
+// node ends the record, with the steps after the last action.
+//
+// Collect's walk goes through the same nodes, in the same order, with its
+// steps at the same points as the judging walk's (they are one treeWalk),
+// and which nodes the judging walk enters depends only on the tree, until the
+// check is done, which ends the judging walk: so the judging walk of a
+// script collect walked through is its actions, in this order, with these
+// steps between them, cut where the check is done (replay).
+type judgeEvent struct {
+	steps int
+	node  syntax.Node
+}
+
+// event records the judging walk's action at n, and the walk's steps since
+// the last; the step of n's own entry, which follows at once, is the
+// judging walk's, taken by replay.
+func (w *treeWalk) event(n syntax.Node) {
+	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark, node: n})
+	w.mark = w.walked + 1
+}
+
+// endEvents ends the record of collect's walk.
+func (w *treeWalk) endEvents() {
+	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark})
+}
+
+// replay is the judging walk of a script whose events collect recorded from
+// start on: for each, the walk's steps before it (as the walk takes them
+// unless the check is done; a check done by one of them is done for the
+// rest), then, unless the check is done, the entry step of the event's node
+// and its action, as enterJudge and the judging branches of treeWalk do.
+func (c *checker) replay(src string, start, depth int) {
+	ws := c.takeWalkState()
+	for i := start; ; i++ {
+		ev := c.events[i] // by index: the actions' nested scripts append to events
+		if ev.steps > 0 {
+			if c.done() {
+				break
+			}
+			c.steps += ev.steps
+		}
+		if ev.node == nil || c.done() {
+			break
+		}
+		c.step()
+		switch n := ev.node.(type) {
+		case *syntax.Stmt:
+			c.redirects(src, n, &ws)
+		case *syntax.CallExpr:
+			c.call(src, n, ws.ctxs[n], depth)
+		case *syntax.BinaryCmd:
+			c.judgeBinary(src, n, &ws)
+		case *syntax.DeclClause:
+			c.judgeDecl(n, depth)
+		case *syntax.LetClause:
+			c.judgeLet(src, n, depth)
+		default:
+			panic(fmt.Sprintf("replay: unexpected node type %T", n))
+		}
+	}
+	c.putWalkState(ws)
 }
 
 // body walks a function's body. Collect's walk also tells whether the
