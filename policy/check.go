@@ -768,6 +768,15 @@ type walkState struct {
 	inner map[*syntax.BinaryCmd]bool // pipes already seen as part of a longer pipeline
 }
 
+// ctx is ws.ctxs[call], without the map's call for the walks whose map is
+// empty, most of them.
+func (ws *walkState) ctx(call *syntax.CallExpr) cmdContext {
+	if len(ws.ctxs) == 0 {
+		return cmdContext{}
+	}
+	return ws.ctxs[call]
+}
+
 func (ws *walkState) setCtx(call *syntax.CallExpr, ctx cmdContext) {
 	if ws.ctxs == nil {
 		ws.ctxs = map[*syntax.CallExpr]cmdContext{}

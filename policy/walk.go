@@ -330,8 +330,10 @@ func (w *treeWalk) stmt(n *syntax.Stmt) {
 		if !w.enterJudge() {
 			return
 		}
-		if w.c.redirects(w.src, n, &w.ws); w.c.done() {
-			return
+		if len(n.Redirs) > 0 {
+			if w.c.redirects(w.src, n, &w.ws); w.c.done() {
+				return
+			}
 		}
 	}
 	// In a function body, a background statement's command runs in a fork, and
@@ -405,7 +407,7 @@ func (w *treeWalk) command(n syntax.Command) {
 			if !w.enterJudge() {
 				return
 			}
-			if w.c.call(w.src, n, w.ws.ctxs[n], w.depth); w.c.done() {
+			if w.c.call(w.src, n, w.ws.ctx(n), w.depth); w.c.done() {
 				return
 			}
 		}
@@ -602,9 +604,11 @@ func (c *checker) replay(src string, start, depth int) {
 		c.step()
 		switch n := ev.node.(type) {
 		case *syntax.Stmt:
-			c.redirects(src, n, &ws)
+			if len(n.Redirs) > 0 {
+				c.redirects(src, n, &ws)
+			}
 		case *syntax.CallExpr:
-			c.call(src, n, ws.ctxs[n], depth)
+			c.call(src, n, ws.ctx(n), depth)
 		case *syntax.BinaryCmd:
 			c.judgeBinary(src, n, &ws)
 		case *syntax.DeclClause:
