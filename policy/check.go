@@ -430,6 +430,9 @@ func mayBind(src string) bool {
 	// and whose second byte follows: a scan per word cost more than the rest
 	// of a short command's check. Every binding word has three bytes or more.
 	for i := 0; i+1 < len(src); i++ {
+		if !bindingStarts[src[i]] {
+			continue // most bytes: a table's byte, cheaper than the empty list of words they start
+		}
 		for _, w := range bindingWordsBy[src[i]] {
 			if src[i+1] == w[1] && strings.HasPrefix(src[i:], w) {
 				return true
@@ -441,6 +444,14 @@ func mayBind(src string) bool {
 
 // bindingWords are the commands and keywords that bind without = or (.
 var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
+
+// bindingStarts are the first bytes of the binding words.
+var bindingStarts = func() (starts [256]bool) {
+	for _, w := range bindingWords {
+		starts[w[0]] = true
+	}
+	return starts
+}()
 
 // bindingWordsBy are the binding words by their first byte.
 var bindingWordsBy = func() (by [256][]string) {
@@ -717,7 +728,7 @@ func nameBit(name string) nameFilter {
 	if name == "" {
 		return 1
 	}
-	return 1 << ((len(name) + 3*int(name[0]) + 7*int(name[len(name)-1])) % 64)
+	return 1 << ((uint(len(name)) + 3*uint(name[0]) + 7*uint(name[len(name)-1])) % 64)
 }
 
 // funcDef is a function the script defines.
