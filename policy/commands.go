@@ -89,7 +89,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			return
 		}
 	}
-	if body, ok := c.aliases[name]; ok && !c.inCall["alias "+name] {
+	if body, ok := c.alias(name); ok && !c.inCall["alias "+name] {
 		c.inCall["alias "+name] = true
 		c.script(strings.TrimSpace(body+" "+joinWords(argv[1:])), depth+1)
 		c.inCall["alias "+name] = false
@@ -123,6 +123,17 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.checkPath("~", match.String()) // the home directory is never in the workspace
 		}
 	}
+}
+
+// alias returns the text of an alias of name, if the script made one: most
+// scripts make none, and the lookup in their empty map still cost a call for
+// every command.
+func (c *checker) alias(name string) (string, bool) {
+	if len(c.aliases) == 0 {
+		return "", false
+	}
+	body, ok := c.aliases[name]
+	return body, ok
 }
 
 // chdir follows cd and pushd, so that later relative targets are read from
