@@ -536,52 +536,60 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
 			c.funcNames.add(n.Name.Value)
 		}
-	case *syntax.CallExpr:
-		// read, mapfile, getopts and friends assign at run time.
-		first := ""
-		if len(n.Args) > 0 {
-			first = wordLit(n.Args[0])
+	}
+	return !c.done()
+}
+
+// collectCall is collect's entry of a simple command, as collectNode is of
+// the other nodes collect acts on: the walk, which knows the node's type,
+// calls it directly, since a simple command is the node collect enters most
+// and collectNode's switch on the type was a large part of its cost.
+func (c *checker) collectCall(src string, n *syntax.CallExpr) bool {
+	c.step()
+	// read, mapfile, getopts and friends assign at run time.
+	first := ""
+	if len(n.Args) > 0 {
+		first = wordLit(n.Args[0])
+	}
+	if len(n.Args) > 1 && first == "set" && wordLit(n.Args[1]) == "--" {
+		// set -- a b c: the positional parameters, when all are static.
+		var elems []string
+		for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
+			for _, w := range alt {
+				if w.dynamic {
+					c.vars.setUnknown("@")
+					return true
+				}
+				elems = append(elems, w.s)
+			}
 		}
-		if len(n.Args) > 1 && first == "set" && wordLit(n.Args[1]) == "--" {
-			// set -- a b c: the positional parameters, when all are static.
-			var elems []string
-			for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
-				for _, w := range alt {
-					if w.dynamic {
-						c.vars.setUnknown("@")
-						return true
-					}
-					elems = append(elems, w.s)
+		c.vars.setArray("@", elems)
+	}
+	if len(n.Args) > 1 && first == "alias" {
+		for _, a := range n.Args[1:] {
+			if v, ok := c.staticString(a); ok {
+				if name, body, ok := strings.Cut(v, "="); ok {
+					c.aliases[name] = body
 				}
 			}
-			c.vars.setArray("@", elems)
 		}
-		if len(n.Args) > 1 && first == "alias" {
+	}
+	if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
+		// printf -v x FORMAT: a format without conversions is the value.
+		name := n.Args[2].Lit()
+		if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
+			c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
+		} else {
+			c.vars.setUnknown(name)
+		}
+		return true
+	}
+	if len(n.Args) > 0 {
+		switch first {
+		case "read", "mapfile", "readarray", "getopts":
 			for _, a := range n.Args[1:] {
-				if v, ok := c.staticString(a); ok {
-					if name, body, ok := strings.Cut(v, "="); ok {
-						c.aliases[name] = body
-					}
-				}
-			}
-		}
-		if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
-			// printf -v x FORMAT: a format without conversions is the value.
-			name := n.Args[2].Lit()
-			if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
-				c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
-			} else {
-				c.vars.setUnknown(name)
-			}
-			return true
-		}
-		if len(n.Args) > 0 {
-			switch first {
-			case "read", "mapfile", "readarray", "getopts":
-				for _, a := range n.Args[1:] {
-					if name := a.Lit(); envName(name) {
-						c.vars.setUnknown(name)
-					}
+				if name := a.Lit(); envName(name) {
+					c.vars.setUnknown(name)
 				}
 			}
 		}

@@ -399,8 +399,8 @@ func (w *treeWalk) command(n syntax.Command) {
 				w.countCall(n)
 			}
 			w.event(n)
-			w.walked++ // collectNode's step
-			if !w.c.collectNode(w.src, n) {
+			w.walked++ // collectCall's step
+			if !w.c.collectCall(w.src, n) {
 				return
 			}
 		} else {
