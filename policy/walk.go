@@ -322,7 +322,9 @@ func (w *treeWalk) stmts(list []*syntax.Stmt) {
 
 func (w *treeWalk) stmt(n *syntax.Stmt) {
 	if w.collect {
-		w.event(n)
+		if len(n.Redirs) > 0 {
+			w.event(n) // without redirects, the judging walk's entry is a plain step
+		}
 		if !w.enterPlain() {
 			return
 		}
@@ -442,7 +444,9 @@ func (w *treeWalk) command(n syntax.Command) {
 		w.stmts(n.Do)
 	case *syntax.BinaryCmd:
 		if w.collect {
-			w.event(n)
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				w.event(n) // judgeBinary acts on pipelines only: the entry of the others is a plain step
+			}
 			if !w.enterPlain() {
 				return
 			}
@@ -554,8 +558,9 @@ func (w *treeWalk) command(n syntax.Command) {
 	w.leave()
 }
 
-// A judgeEvent is where the judging walk of a script acts (at a statement, a
-// simple command, a binary command, a declaration or a let), recorded by
+// A judgeEvent is where the judging walk of a script acts (at a statement
+// with redirects, a simple command, a pipeline, a declaration or a let; at
+// any other node it only steps), recorded by
 // collect's walk of the script with the walk's own steps before it; a nil
 // node ends the record, with the steps after the last action.
 //
@@ -604,9 +609,7 @@ func (c *checker) replay(src string, start, depth int) {
 		c.step()
 		switch n := ev.node.(type) {
 		case *syntax.Stmt:
-			if len(n.Redirs) > 0 {
-				c.redirects(src, n, &ws)
-			}
+			c.redirects(src, n, &ws)
 		case *syntax.CallExpr:
 			c.call(src, n, ws.ctx(n), depth)
 		case *syntax.BinaryCmd:
