@@ -1361,7 +1361,13 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	// else; a word with several readings goes to expandArgsAlts.
 	argv := c.slabs.words.make(len(args))
 	for i, a := range args {
-		if w, ok := c.simpleWord(src, a); ok {
+		// simpleWord, with its first case, a plain word (most words), here
+		// without its call.
+		if s, ok := plainWord(a); ok {
+			argv = append(argv, word{s: s})
+			continue
+		}
+		if w, ok := c.simplePartsWord(src, a); ok {
 			argv = append(argv, w)
 			continue
 		}
@@ -1477,6 +1483,11 @@ func (c *checker) simpleWord(src string, w *syntax.Word) (word, bool) {
 	if s, ok := plainWord(w); ok {
 		return word{s: s}, true
 	}
+	return c.simplePartsWord(src, w)
+}
+
+// simplePartsWord is simpleWord of a word that is not plain.
+func (c *checker) simplePartsWord(src string, w *syntax.Word) (word, bool) {
 	var out word
 	for _, part := range w.Parts {
 		if lit, ok := part.(*syntax.Lit); ok && strings.Contains(lit.Value, "{") {
