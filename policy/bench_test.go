@@ -198,10 +198,10 @@ func BenchmarkCheckPercentiles(b *testing.B) {
 // and Check of the default policy, over the whole corpus and over its 100
 // largest scripts (which make the p99). Each pass is a function of its own,
 // and the warm-up is not, so that an instruction counter can count the
-// passes alone (docs/policy.md, Speed): with -test.benchtime 1x, one pass,
+// passes alone (docs/policy.md, Speed, says how):
 //
 //	GOMAXPROCS=1 GOGC=off valgrind --tool=callgrind --toggle-collect='*corpus*Pass' \
-//		policy.test -test.run '^$' -test.bench 'CorpusPass/check/all$' -test.benchtime 1x
+//		policy.test -test.run '^$' -test.bench 'CorpusPass/check/all$' -test.benchtime 6x
 func BenchmarkCorpusPass(b *testing.B) {
 	all := loadAgentCommands(b)
 	largest := slices.Clone(all)
