@@ -271,12 +271,14 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so" {
 			name = "ld.so" // the dynamic loader runs the program it is given
 		}
-		if script, ok := stringRunner(name, argv[1:]); ok {
-			// It hands a string to a shell: judge it as sh -c would.
-			argv = []word{{s: "sh"}, {s: "-c"}, script}
-			continue
-		}
 		kind := kindOf(name)
+		if kind&kindStringRunner != 0 {
+			if script, ok := stringRunner(name, argv[1:]); ok {
+				// It hands a string to a shell: judge it as sh -c would.
+				argv = []word{{s: "sh"}, {s: "-c"}, script}
+				continue
+			}
+		}
 		if kind&kindWrapper == 0 {
 			return argv, base, kind, extra, excused, true // base is name: only ld.so's names are renamed, and ld.so is a wrapper
 		}
@@ -413,6 +415,10 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 	return nil, "", 0, false, false, false
 }
 
+// stringRunners are the programs stringRunner knows, which unwrap asks it
+// about (by their kind): the others run no string.
+var stringRunners = []string{"watch", "ssh", "flock", "parallel"}
+
 // stringRunner returns the script a runner hands to a shell as a string: watch
 // CMD..., flock LOCK -c CMD, ssh HOST CMD..., parallel ::: CMD... (each argument
 // a command). ok is false when name is no such runner, or this use of it runs
@@ -541,10 +547,11 @@ var interpreters = map[string]string{
 type nameKind uint8
 
 const (
-	kindWrapper     nameKind = 1 << iota // in wrappers
-	kindShell                            // shells[name]
-	kindInterpreter                      // interpreters[name] != ""
-	kindPrivilege                        // privilegeRunners[name]
+	kindWrapper      nameKind = 1 << iota // in wrappers
+	kindShell                             // shells[name]
+	kindInterpreter                       // interpreters[name] != ""
+	kindPrivilege                         // privilegeRunners[name]
+	kindStringRunner                      // in stringRunners
 )
 
 var nameKinds = func() map[string]nameKind {
@@ -566,6 +573,9 @@ var nameKinds = func() map[string]nameKind {
 		if ok {
 			kinds[name] |= kindPrivilege
 		}
+	}
+	for _, name := range stringRunners {
+		kinds[name] |= kindStringRunner
 	}
 	return kinds
 }()

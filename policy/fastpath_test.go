@@ -305,3 +305,31 @@ func TestReplayAsWalk(t *testing.T) {
 		t.Errorf("only %d scripts judged", judged)
 	}
 }
+
+// TestStringRunnersAsStringRunner: unwrap asks stringRunner only about the
+// names of stringRunners; it finds no script for any other.
+func TestStringRunnersAsStringRunner(t *testing.T) {
+	in := fastPathInputs(t)
+	for name := range nameKinds {
+		in = append(in, name)
+	}
+	argvs := [][]word{nil, {{s: "-c"}, {s: "rm -rf /"}}, {{s: "host"}, {s: "rm"}}, {{s: ":::"}, {s: "rm"}},
+		{{s: "lock"}, {s: "-c"}, {s: "x"}}, {{s: "-n"}, {s: "1"}, {s: "ls"}}}
+	for _, name := range in {
+		for _, args := range argvs {
+			if _, ok := stringRunner(name, args); ok && kindOf(name)&kindStringRunner == 0 {
+				t.Errorf("stringRunner(%q, %v) runs a string, but %q is not among stringRunners", name, args, name)
+			}
+		}
+	}
+	for _, name := range stringRunners {
+		found := false
+		for _, args := range argvs {
+			_, ok := stringRunner(name, args)
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("stringRunner runs no string for %q, of stringRunners", name)
+		}
+	}
+}
