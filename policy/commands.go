@@ -833,8 +833,14 @@ func sedScripts(args []word) []string {
 // address (a number, $, or a /regex/, or a range of them), then e and the command.
 var sedExec = regexp.MustCompile(`(?m)(?:^|[;{}])\s*(?:(?:\d+|\$|/(?:[^/\\]|\\.)*/)(?:\s*,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/))?\s*!?\s*)?e[ \t]+([^;\n}]+)`)
 
-// sedCommands returns the commands a sed script's e commands run.
+// sedCommands returns the commands a sed script's e commands run. Every
+// match of sedExec has an e followed by a space or a tab: a script without
+// one (most: s/a/b/g) is not given to the regexp, which cost thousands of
+// instructions a script.
 func sedCommands(script string) []string {
+	if !strings.Contains(script, "e ") && !strings.Contains(script, "e\t") {
+		return nil
+	}
 	var out []string
 	for _, m := range sedExec.FindAllStringSubmatch(script, -1) {
 		out = append(out, m[1])

@@ -333,3 +333,37 @@ func TestStringRunnersAsStringRunner(t *testing.T) {
 		}
 	}
 }
+
+// TestSedCommandsAsRegexp: sedCommands, which skips scripts with no e before
+// a blank, finds what sedExec finds.
+func TestSedCommandsAsRegexp(t *testing.T) {
+	plain := func(script string) []string {
+		var out []string
+		for _, m := range sedExec.FindAllStringSubmatch(script, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	in := append(fastPathInputs(t), "e rm -rf /", "1e rm", "$e\trm", "/x/,/y/ !e id", "s/a/b/;e id", "{e id}",
+		"s/the end/x/", "e", "e\n", "ee  x", "s/x/y/e", "1 e  ls;2e\tpwd")
+	rng := rand.New(rand.NewPCG(5, 6))
+	const alphabet = "e \t;{}/$!,0123456789sxy\n\\"
+	for range 20_000 {
+		b := make([]byte, rng.IntN(16))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		in = append(in, string(b))
+	}
+	found := 0
+	for _, s := range in {
+		got, want := sedCommands(s), plain(s)
+		if !slices.Equal(got, want) {
+			t.Errorf("sedCommands(%q) = %q, want %q", s, got, want)
+		}
+		found += len(want)
+	}
+	if found < 100 {
+		t.Errorf("only %d e commands among the inputs", found)
+	}
+}
