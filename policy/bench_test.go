@@ -194,6 +194,56 @@ func BenchmarkCheckPercentiles(b *testing.B) {
 	}
 }
 
+// BenchmarkCorpusPass runs, one corpus pass per iteration, syntax.Parse alone
+// and Check of the default policy, over the whole corpus and over its 100
+// largest scripts (which make the p99). Each pass is a function of its own,
+// and the warm-up is not, so that an instruction counter can count the
+// passes alone (docs/policy.md, Speed, says how):
+//
+//	GOMAXPROCS=1 GOGC=off valgrind --tool=callgrind --toggle-collect='*corpus*Pass' \
+//		policy.test -test.run '^$' -test.bench 'CorpusPass/check/all$' -test.benchtime 6x
+func BenchmarkCorpusPass(b *testing.B) {
+	all := loadAgentCommands(b)
+	largest := slices.Clone(all)
+	slices.SortStableFunc(largest, func(x, y string) int { return len(y) - len(x) })
+	largest = largest[:100]
+	p := policy.Default()
+	parser := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	for _, c := range all { // warm up (pools, lazy initialisation)
+		parser.Parse(strings.NewReader(c), "")
+		benchSink = p.Check(c)
+	}
+	for _, set := range []struct {
+		name string
+		cmds []string
+	}{{"all", all}, {"largest100", largest}} {
+		b.Run("parse/"+set.name, func(b *testing.B) {
+			for range b.N {
+				corpusParsePass(parser, set.cmds)
+			}
+		})
+		b.Run("check/"+set.name, func(b *testing.B) {
+			for range b.N {
+				corpusCheckPass(p, set.cmds)
+			}
+		})
+	}
+}
+
+//go:noinline
+func corpusParsePass(parser *syntax.Parser, cmds []string) {
+	for _, c := range cmds {
+		parser.Parse(strings.NewReader(c), "")
+	}
+}
+
+//go:noinline
+func corpusCheckPass(p *policy.Policy, cmds []string) {
+	for _, c := range cmds {
+		benchSink = p.Check(c)
+	}
+}
+
 // BenchmarkParseFloor times, for every corpus command, syntax.Parse alone and
 // the full Check of the default policy, alternately in one run, and reports
 // both distributions and their ratio: the parser is the floor the check stands

@@ -113,6 +113,7 @@ type checker struct {
 	vars        vars
 	bombs       map[string]bool    // functions that spawn copies of themselves
 	funcs       map[string]funcDef // the script's functions, judged again with each call's arguments
+	funcNames   nameFilter         // the names in funcs, to look up only names that may be there
 	aliases     map[string]string  // alias name -> its text
 	inCall      map[string]bool    // functions being judged with arguments, against recursion
 	fetchedVars []string           // variables assigned the output of curl or wget
@@ -137,6 +138,9 @@ type checker struct {
 	finder fetchFinder
 	// spareWalks are the emptied maps of walks that ended, for the next walks.
 	spareWalks []walkState
+	// events are the judging walks' actions collect recorded (judgeEvent),
+	// of the scripts being judged, a nested script's after its parent's.
+	events []judgeEvent
 }
 
 // checkers are reused from check to check: a checker's maps were a tenth of
@@ -192,12 +196,12 @@ func (c *checker) release() {
 	clearMap(c.judged)
 	clearMap(c.argsCache)
 	clear(c.fetchedVars)
-	if !c.slabs.reset() {
+	if !c.slabs.reset() || cap(c.events) > maxSlab {
 		return
 	}
 	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
 		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
-		spareWalks: c.spareWalks}
+		spareWalks: c.spareWalks, events: c.events[:0]}
 	checkers.Put(c)
 }
 
@@ -288,11 +292,16 @@ func (c *checker) script(src string, depth int) {
 		return
 	}
 	before := c.stateSize()
+	start := len(c.events)
 	c.collect(src, f)
 	if c.stateSize() != before {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
-	c.walk(src, f, depth)
+	// The judging walk, from what collect's walk recorded (replay): walking
+	// the tree again cost as much as the judging of small scripts.
+	c.replay(src, start, depth)
+	clear(c.events[start:]) // let go of the tree
+	c.events = c.events[:start]
 }
 
 // judgedBefore reports whether src was judged already at the current
@@ -421,6 +430,9 @@ func mayBind(src string) bool {
 	// and whose second byte follows: a scan per word cost more than the rest
 	// of a short command's check. Every binding word has three bytes or more.
 	for i := 0; i+1 < len(src); i++ {
+		if !bindingStarts[src[i]] {
+			continue // most bytes: a table's byte, cheaper than the empty list of words they start
+		}
 		for _, w := range bindingWordsBy[src[i]] {
 			if src[i+1] == w[1] && strings.HasPrefix(src[i:], w) {
 				return true
@@ -432,6 +444,14 @@ func mayBind(src string) bool {
 
 // bindingWords are the commands and keywords that bind without = or (.
 var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
+
+// bindingStarts are the first bytes of the binding words.
+var bindingStarts = func() (starts [256]bool) {
+	for _, w := range bindingWords {
+		starts[w[0]] = true
+	}
+	return starts
+}()
 
 // bindingWordsBy are the binding words by their first byte.
 var bindingWordsBy = func() (by [256][]string) {
@@ -448,6 +468,7 @@ var bindingWordsBy = func() (by [256][]string) {
 func (c *checker) collect(src string, f *syntax.File) {
 	w := treeWalk{c: c, src: src, collect: true}
 	w.file(f)
+	w.endEvents()
 }
 
 // collectNode is collect's entry of a node it may act on; it reports whether
@@ -510,58 +531,65 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 			}
 		}
 	case *syntax.FuncDecl:
-		if n.Name != nil && spawnsItself(n.Name.Value, n.Body) {
-			c.bombs[n.Name.Value] = true
-		}
+		// Whether it is a fork bomb is told by the walk of its body (treeWalk.body).
 		if n.Name != nil {
 			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
+			c.funcNames.add(n.Name.Value)
 		}
-	case *syntax.CallExpr:
-		// read, mapfile, getopts and friends assign at run time.
-		first := ""
-		if len(n.Args) > 0 {
-			first = wordLit(n.Args[0])
+	}
+	return !c.done()
+}
+
+// collectCall is collect's entry of a simple command, as collectNode is of
+// the other nodes collect acts on: the walk, which knows the node's type,
+// calls it directly, since a simple command is the node collect enters most
+// and collectNode's switch on the type was a large part of its cost.
+func (c *checker) collectCall(src string, n *syntax.CallExpr) bool {
+	c.step()
+	// read, mapfile, getopts and friends assign at run time.
+	first := ""
+	if len(n.Args) > 0 {
+		first = wordLit(n.Args[0])
+	}
+	if len(n.Args) > 1 && first == "set" && wordLit(n.Args[1]) == "--" {
+		// set -- a b c: the positional parameters, when all are static.
+		var elems []string
+		for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
+			for _, w := range alt {
+				if w.dynamic {
+					c.vars.setUnknown("@")
+					return true
+				}
+				elems = append(elems, w.s)
+			}
 		}
-		if len(n.Args) > 1 && first == "set" && wordLit(n.Args[1]) == "--" {
-			// set -- a b c: the positional parameters, when all are static.
-			var elems []string
-			for _, alt := range c.expandArgs(src, n.Args[2:])[:1] {
-				for _, w := range alt {
-					if w.dynamic {
-						c.vars.setUnknown("@")
-						return true
-					}
-					elems = append(elems, w.s)
+		c.vars.setArray("@", elems)
+	}
+	if len(n.Args) > 1 && first == "alias" {
+		for _, a := range n.Args[1:] {
+			if v, ok := c.staticString(a); ok {
+				if name, body, ok := strings.Cut(v, "="); ok {
+					c.aliases[name] = body
 				}
 			}
-			c.vars.setArray("@", elems)
 		}
-		if len(n.Args) > 1 && first == "alias" {
+	}
+	if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
+		// printf -v x FORMAT: a format without conversions is the value.
+		name := n.Args[2].Lit()
+		if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
+			c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
+		} else {
+			c.vars.setUnknown(name)
+		}
+		return true
+	}
+	if len(n.Args) > 0 {
+		switch first {
+		case "read", "mapfile", "readarray", "getopts":
 			for _, a := range n.Args[1:] {
-				if v, ok := c.staticString(a); ok {
-					if name, body, ok := strings.Cut(v, "="); ok {
-						c.aliases[name] = body
-					}
-				}
-			}
-		}
-		if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
-			// printf -v x FORMAT: a format without conversions is the value.
-			name := n.Args[2].Lit()
-			if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
-				c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
-			} else {
-				c.vars.setUnknown(name)
-			}
-			return true
-		}
-		if len(n.Args) > 0 {
-			switch first {
-			case "read", "mapfile", "readarray", "getopts":
-				for _, a := range n.Args[1:] {
-					if name := a.Lit(); envName(name) {
-						c.vars.setUnknown(name)
-					}
+				if name := a.Lit(); envName(name) {
+					c.vars.setUnknown(name)
 				}
 			}
 		}
@@ -684,64 +712,31 @@ func (c *checker) partValuesNoSplit(src string, part syntax.WordPart) []string {
 	return joinAlternatives(choices)
 }
 
-// spawnsItself reports whether a function body calls the function in a pipeline,
-// in the background, or more than once: the shape of every fork bomb.
-func spawnsItself(name string, body *syntax.Stmt) bool {
-	v := &selfCalls{name: name}
-	if body.Background {
-		v.walkForked(body.Cmd)
-	} else {
-		v.root = body
-		walk(body, v)
+// function returns the function the script defines by name, if it does.
+// Every command is looked up, and nearly none is a function: the filter of
+// the functions' names answers for most without the map.
+func (c *checker) function(name string) (funcDef, bool) {
+	if !c.funcNames.mayHold(name) {
+		return funcDef{}, false
 	}
-	return v.forkedCall || v.calls >= 2
+	f, ok := c.funcs[name]
+	return f, ok
 }
 
-// selfCalls is the visitor of spawnsItself: it counts the calls of a function
-// in its body, and those that run in a fork (a pipeline or the background).
-type selfCalls struct {
-	name       string
-	calls      int
-	forkedCall bool        // a call runs in a fork
-	inFork     bool        // the walk is inside a fork
-	root       syntax.Node // where the current walk started
-}
+// nameFilter is a set of names that may answer yes for a name it was not
+// given, but never no for one it was: a bit per name, chosen by its length
+// and its first and last bytes.
+type nameFilter uint64
 
-func (v *selfCalls) enter(n syntax.Node) bool {
-	switch n := n.(type) {
-	case *syntax.Word:
-		return mayHoldCommands(n) // a call is only inside a substitution
-	case *syntax.Stmt:
-		if n.Background && n != v.root {
-			v.walkForked(n.Cmd)
-			return false
-		}
-	case *syntax.BinaryCmd:
-		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-			v.walkForked(n.X)
-			v.walkForked(n.Y)
-			return false
-		}
-	case *syntax.CallExpr:
-		if len(n.Args) > 0 && wordLit(n.Args[0]) == v.name {
-			v.calls++
-			v.forkedCall = v.forkedCall || v.inFork
-		}
+func (f *nameFilter) add(name string) { *f |= nameBit(name) }
+
+func (f nameFilter) mayHold(name string) bool { return f&nameBit(name) != 0 }
+
+func nameBit(name string) nameFilter {
+	if name == "" {
+		return 1
 	}
-	return true
-}
-
-func (v *selfCalls) leave() {}
-
-// walkForked walks n as a command that runs in a fork.
-func (v *selfCalls) walkForked(n syntax.Node) {
-	if n == nil {
-		return // a statement of redirections only: f(){ >x & }
-	}
-	inFork, root := v.inFork, v.root
-	v.inFork, v.root = true, n
-	walk(n, v)
-	v.inFork, v.root = inFork, root
+	return 1 << ((uint(len(name)) + 3*uint(name[0]) + 7*uint(name[len(name)-1])) % 64)
 }
 
 // funcDef is a function the script defines.
@@ -790,6 +785,15 @@ type cmdContext struct {
 type walkState struct {
 	ctxs  map[*syntax.CallExpr]cmdContext
 	inner map[*syntax.BinaryCmd]bool // pipes already seen as part of a longer pipeline
+}
+
+// ctx is ws.ctxs[call], without the map's call for the walks whose map is
+// empty, most of them.
+func (ws *walkState) ctx(call *syntax.CallExpr) cmdContext {
+	if len(ws.ctxs) == 0 {
+		return cmdContext{}
+	}
+	return ws.ctxs[call]
 }
 
 func (ws *walkState) setCtx(call *syntax.CallExpr, ctx cmdContext) {
@@ -1357,7 +1361,13 @@ func (c *checker) expandArgs(src string, args []*syntax.Word) [][]word {
 	// else; a word with several readings goes to expandArgsAlts.
 	argv := c.slabs.words.make(len(args))
 	for i, a := range args {
-		if w, ok := c.simpleWord(src, a); ok {
+		// simpleWord, with its first case, a plain word (most words), here
+		// without its call.
+		if s, ok := plainWord(a); ok {
+			argv = append(argv, word{s: s})
+			continue
+		}
+		if w, ok := c.simplePartsWord(src, a); ok {
 			argv = append(argv, w)
 			continue
 		}
@@ -1473,6 +1483,11 @@ func (c *checker) simpleWord(src string, w *syntax.Word) (word, bool) {
 	if s, ok := plainWord(w); ok {
 		return word{s: s}, true
 	}
+	return c.simplePartsWord(src, w)
+}
+
+// simplePartsWord is simpleWord of a word that is not plain.
+func (c *checker) simplePartsWord(src string, w *syntax.Word) (word, bool) {
 	var out word
 	for _, part := range w.Parts {
 		if lit, ok := part.(*syntax.Lit); ok && strings.Contains(lit.Value, "{") {

@@ -19,7 +19,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
 		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
 	}
-	argv, extra, excused, ok := c.unwrap(argv, &ctx)
+	argv, name, kind, extra, excused, ok := c.unwrap(argv, &ctx)
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
@@ -31,8 +31,6 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		}
 		extra = !ctx.stdinKnow
 	}
-	name := commandName(argv[0].s)
-	kind := kindOf(name)
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
 		c.trace = append(c.trace, Step{Command: match.String()})
@@ -72,7 +70,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	case "hash":
 		c.hash(argv[1:])
 	}
-	f, isFunc := c.funcs[name]
+	f, isFunc := c.function(name)
 	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
@@ -91,7 +89,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			return
 		}
 	}
-	if body, ok := c.aliases[name]; ok && !c.inCall["alias "+name] {
+	if body, ok := c.alias(name); ok && !c.inCall["alias "+name] {
 		c.inCall["alias "+name] = true
 		c.script(strings.TrimSpace(body+" "+joinWords(argv[1:])), depth+1)
 		c.inCall["alias "+name] = false
@@ -125,6 +123,17 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.checkPath("~", match.String()) // the home directory is never in the workspace
 		}
 	}
+}
+
+// alias returns the text of an alias of name, if the script made one: most
+// scripts make none, and the lookup in their empty map still cost a call for
+// every command.
+func (c *checker) alias(name string) (string, bool) {
+	if len(c.aliases) == 0 {
+		return "", false
+	}
+	body, ok := c.aliases[name]
+	return body, ok
 }
 
 // chdir follows cd and pushd, so that later relative targets are read from
@@ -242,47 +251,56 @@ var wrappers = map[string]struct {
 	"parallel": {optsWithValue: "jNnSPIaXL", longWithValue: []string{"--jobs", "--max-args", "--sshlogin", "--arg-file", "--delimiter", "--joblog", "--results", "--timeout"}},
 }
 
-// unwrap strips wrappers from argv and returns the command they run. extra is true
+// unwrap strips wrappers from argv and returns the command they run, with its
+// program's name (commandName of its first word) and that name's kind, which
+// unwrap has looked up already. extra is true
 // when the command receives arguments only known at run time (xargs). excused is
 // true when an operator allow pattern matched the command at some wrapper level
 // ("sudo apt-get update"). ok is false when nothing runs (`command -v rm`) or a
 // refusal was recorded.
-func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excused, ok bool) {
+func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string, kind nameKind, extra, excused, ok bool) {
 	for range maxDepth {
-		if len(argv) == 0 || argv[0].dynamic {
-			return argv, extra, excused, true
+		if len(argv) == 0 {
+			return argv, "", 0, extra, excused, true
 		}
-		name := commandName(argv[0].s)
+		base := commandName(argv[0].s)
+		if argv[0].dynamic {
+			return argv, base, kindOf(base), extra, excused, true
+		}
+		name := base
 		if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so" {
 			name = "ld.so" // the dynamic loader runs the program it is given
 		}
-		if script, ok := stringRunner(name, argv[1:]); ok {
-			// It hands a string to a shell: judge it as sh -c would.
-			argv = []word{{s: "sh"}, {s: "-c"}, script}
-			continue
+		kind := kindOf(name)
+		if kind&kindStringRunner != 0 {
+			if script, ok := stringRunner(name, argv[1:]); ok {
+				// It hands a string to a shell: judge it as sh -c would.
+				argv = []word{{s: "sh"}, {s: "-c"}, script}
+				continue
+			}
 		}
-		if kindOf(name)&kindWrapper == 0 {
-			return argv, extra, excused, true
+		if kind&kindWrapper == 0 {
+			return argv, base, kind, extra, excused, true // base is name: only ld.so's names are renamed, and ld.so is a wrapper
 		}
 		w := wrappers[name]
 		if len(c.p.allowPatterns) > 0 && c.allowed(strings.TrimSpace(name+" "+joinWords(argv[1:]))) {
-			return argv, extra, true, true // excused as written: judge nothing below it
+			return argv, base, kindOf(base), extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
 		switch name {
 		case "sudo", "doas":
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
-			return nil, false, false, false
+			return nil, "", 0, false, false, false
 		}
 		if c.p.operatorDenies() {
 			if c.operatorDeny(name, joinWords(argv), argv[1:]); c.done() {
-				return nil, false, false, false
+				return nil, "", 0, false, false, false
 			}
 		}
 		rest := argv[1:]
 		if name == "busybox" || name == "toybox" {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
-				return nil, false, false, false // busybox --list, --help: runs nothing
+				return nil, "", 0, false, false, false // busybox --list, --help: runs nothing
 			}
 			argv = rest
 			continue
@@ -290,7 +308,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 		if name == "command" {
 			for _, a := range rest {
 				if a.s == "-v" || a.s == "-V" {
-					return nil, false, false, false // only prints what the name is
+					return nil, "", 0, false, false, false // only prints what the name is
 				}
 			}
 		}
@@ -328,7 +346,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 					c.writeTo(v, joinWords(argv))
 				}
 				if c.done() {
-					return nil, false, false, false
+					return nil, "", 0, false, false, false
 				}
 			}
 			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
@@ -378,7 +396,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 			i++
 		}
 		if i >= len(rest) {
-			return nil, false, false, false // the wrapper alone runs nothing of concern
+			return nil, "", 0, false, false, false // the wrapper alone runs nothing of concern
 		}
 		if name == "xargs" {
 			extra = true
@@ -394,8 +412,12 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, extra, excus
 		}
 	}
 	c.refuse(RuleTooComplex, joinWords(argv))
-	return nil, false, false, false
+	return nil, "", 0, false, false, false
 }
+
+// stringRunners are the programs stringRunner knows, which unwrap asks it
+// about (by their kind): the others run no string.
+var stringRunners = []string{"watch", "ssh", "flock", "parallel"}
 
 // stringRunner returns the script a runner hands to a shell as a string: watch
 // CMD..., flock LOCK -c CMD, ssh HOST CMD..., parallel ::: CMD... (each argument
@@ -480,7 +502,7 @@ func (c *checker) unwrapQuiet(argv []word) []word {
 	quiet := &checker{p: &Policy{mode: c.p.mode}, vars: c.vars, bombs: c.bombs, funcs: map[string]funcDef{},
 		aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
 		argsCache: map[*syntax.CallExpr][][]word{}}
-	cmd, _, _, _ := quiet.unwrap(argv, &cmdContext{})
+	cmd, _, _, _, _, _ := quiet.unwrap(argv, &cmdContext{})
 	if cmd == nil && len(argv) > 0 && (commandName(argv[0].s) == "sudo" || commandName(argv[0].s) == "doas") {
 		return argv[1:]
 	}
@@ -525,10 +547,11 @@ var interpreters = map[string]string{
 type nameKind uint8
 
 const (
-	kindWrapper     nameKind = 1 << iota // in wrappers
-	kindShell                            // shells[name]
-	kindInterpreter                      // interpreters[name] != ""
-	kindPrivilege                        // privilegeRunners[name]
+	kindWrapper      nameKind = 1 << iota // in wrappers
+	kindShell                             // shells[name]
+	kindInterpreter                       // interpreters[name] != ""
+	kindPrivilege                         // privilegeRunners[name]
+	kindStringRunner                      // in stringRunners
 )
 
 var nameKinds = func() map[string]nameKind {
@@ -550,6 +573,9 @@ var nameKinds = func() map[string]nameKind {
 		if ok {
 			kinds[name] |= kindPrivilege
 		}
+	}
+	for _, name := range stringRunners {
+		kinds[name] |= kindStringRunner
 	}
 	return kinds
 }()
@@ -807,8 +833,14 @@ func sedScripts(args []word) []string {
 // address (a number, $, or a /regex/, or a range of them), then e and the command.
 var sedExec = regexp.MustCompile(`(?m)(?:^|[;{}])\s*(?:(?:\d+|\$|/(?:[^/\\]|\\.)*/)(?:\s*,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/))?\s*!?\s*)?e[ \t]+([^;\n}]+)`)
 
-// sedCommands returns the commands a sed script's e commands run.
+// sedCommands returns the commands a sed script's e commands run. Every
+// match of sedExec has an e followed by a space or a tab: a script without
+// one (most: s/a/b/g) is not given to the regexp, which cost thousands of
+// instructions a script.
 func sedCommands(script string) []string {
+	if !strings.Contains(script, "e ") && !strings.Contains(script, "e\t") {
+		return nil
+	}
 	var out []string
 	for _, m := range sedExec.FindAllStringSubmatch(script, -1) {
 		out = append(out, m[1])

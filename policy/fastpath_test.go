@@ -2,8 +2,10 @@ package policy
 
 import (
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,5 +100,270 @@ func TestKindOfAsNameKinds(t *testing.T) {
 		if got, want := kindOf(s), nameKinds[s]; got != want {
 			t.Errorf("kindOf(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestIsLitWordHoldsNoCommands: the walk steps over a word isLitWord accepts
+// as a word mayHoldCommands rejects.
+func TestIsLitWordHoldsNoCommands(t *testing.T) {
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	n := 0
+	for _, src := range fastPathInputs(t) {
+		f, err := p.Parse(strings.NewReader(src), "")
+		if err != nil {
+			continue
+		}
+		syntax.Walk(f, func(node syntax.Node) bool {
+			if w, ok := node.(*syntax.Word); ok && isLitWord(w) {
+				n++
+				if mayHoldCommands(w) {
+					t.Errorf("%q: word %q: isLitWord, but mayHoldCommands", src, w.Lit())
+				}
+			}
+			return true
+		})
+	}
+	if n == 0 {
+		t.Error("no literal words seen")
+	}
+}
+
+// TestCollectTellsForkBombsAsSpawnsItself: collect's walk tells the fork
+// bombs (treeWalk.body) that spawnsItself, its own walk of each function
+// body, tells.
+func TestCollectTellsForkBombsAsSpawnsItself(t *testing.T) {
+	in := append(fastPathInputs(t),
+		":(){ :|:& };:", "bomb(){ bomb|bomb& }; bomb", "f(){ f & f; }; f", "f(){ f; }; f", "f(){ f; f; }",
+		"f(){ (f &); f; }", "f(){ f & }", "f(){ g(){ f|:; }; }", "f(){ g(){ g|:; }; }", "f(){ g(){ f; }; f; }",
+		"f(){ :& >$(f); }", "f(){ : >$(f) & }", "f(){ : >$(f) & f; }", "f(){ { f; } & }", "f(){ echo $(f) | cat; }",
+		"f(){ x=$(f); f; }", "f(){ f() { f; }; f; }", "f(){ a | { b & f; }; }", "f(){ cat <<EOF\n$(f)\nEOF\n}",
+		"f(){ cat <<EOF &\n$(f) $(f)\nEOF\n}", "function f { f | f & }", "f(){ f 2>$(f); }", "f(){ : & } >$(f)",
+		"f(){ (f) & }", "f(){ coproc f; }", "f(){ time f | :; }", "f(){ [[ $(f) ]]; f; }", "f(){ for i in $(f); do f; done; }",
+		"f() { case $(f) in *) f|: ;; esac; }", "f(){ x=${y:-$(f)}; f; }", "f(){ g & }; g(){ f|f; }", "f(){ echo; } &")
+	p := Default()
+	bombs := 0
+	for _, src := range in {
+		f, err := parse(src)
+		if err != nil {
+			continue
+		}
+		want := map[string]bool{}
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil && spawnsItself(fd.Name.Value, fd.Body) {
+				want[fd.Name.Value] = true
+			}
+			return true
+		})
+		bombs += len(want)
+		c := p.newChecker()
+		c.collect(src, f)
+		if !c.done() && !maps.Equal(c.bombs, want) {
+			t.Errorf("%q: collect tells the fork bombs %v, spawnsItself %v", src, c.bombs, want)
+		}
+	}
+	if bombs < 10 {
+		t.Errorf("only %d fork bombs among the inputs", bombs)
+	}
+}
+
+// spawnsItself reports whether a function body calls the function in a pipeline,
+// in the background, or more than once: the shape of every fork bomb.
+func spawnsItself(name string, body *syntax.Stmt) bool {
+	v := &selfCalls{name: name}
+	if body.Background {
+		v.walkForked(body.Cmd)
+	} else {
+		v.root = body
+		walk(body, v)
+	}
+	return v.forkedCall || v.calls >= 2
+}
+
+// selfCalls is the visitor of spawnsItself: it counts the calls of a function
+// in its body, and those that run in a fork (a pipeline or the background).
+type selfCalls struct {
+	name       string
+	calls      int
+	forkedCall bool        // a call runs in a fork
+	inFork     bool        // the walk is inside a fork
+	root       syntax.Node // where the current walk started
+}
+
+func (v *selfCalls) enter(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Word:
+		return mayHoldCommands(n) // a call is only inside a substitution
+	case *syntax.Stmt:
+		if n.Background && n != v.root {
+			v.walkForked(n.Cmd)
+			return false
+		}
+	case *syntax.BinaryCmd:
+		if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+			v.walkForked(n.X)
+			v.walkForked(n.Y)
+			return false
+		}
+	case *syntax.CallExpr:
+		if len(n.Args) > 0 && wordLit(n.Args[0]) == v.name {
+			v.calls++
+			v.forkedCall = v.forkedCall || v.inFork
+		}
+	}
+	return true
+}
+
+func (v *selfCalls) leave() {}
+
+// walkForked walks n as a command that runs in a fork.
+func (v *selfCalls) walkForked(n syntax.Node) {
+	if n == nil {
+		return // a statement of redirections only: f(){ >x & }
+	}
+	inFork, root := v.inFork, v.root
+	v.inFork, v.root = true, n
+	walk(n, v)
+	v.inFork, v.root = inFork, root
+}
+
+// TestFunctionAsFuncs: the filter of function names never hides a function
+// from funcs, and lets through few names that are none.
+func TestFunctionAsFuncs(t *testing.T) {
+	in := fastPathInputs(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	passed := 0
+	for round := 0; round < 200; round++ {
+		c := &checker{funcs: map[string]funcDef{}}
+		for range rng.IntN(20) {
+			name := in[rng.IntN(len(in))]
+			c.funcs[name] = funcDef{src: name}
+			c.funcNames.add(name)
+		}
+		for _, name := range in[:2000] {
+			got, gotOK := c.function(name)
+			want, wantOK := c.funcs[name]
+			if got != want || gotOK != wantOK {
+				t.Fatalf("function(%q) = %v, %v; funcs has %v, %v", name, got, gotOK, want, wantOK)
+			}
+			if c.funcNames.mayHold(name) && !wantOK {
+				passed++
+			}
+		}
+	}
+	if passed > 200*2000/4 {
+		t.Errorf("the filter let through %d of %d names that are no function", passed, 200*2000)
+	}
+}
+
+// TestReplayAsWalk: the judging of a script collect walked through, replayed
+// from the events collect recorded, judges as the judging walk of the tree
+// (docs/policy.md, Speed): the same decision, the same trace, the same steps.
+func TestReplayAsWalk(t *testing.T) {
+	strict, err := New(Config{Mode: ModeStrict, WorkspaceRoots: []string{"/workspace"},
+		Allowlist: []ProgramRule{{Program: "ls"}, {Program: "git"}, {Program: "echo"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := append(fastPathInputs(t), "f(){ rm -rf /; }; f", "x=rm; $x -rf /", "a=1; echo $a | sh", "declare x=$(id); let y=1",
+		"for i in a b; do echo $i; done >/etc/x", "f(){ g | sh; }; f a b", `x='rm -rf /'; sh -c "$x"`, "a=b; cat <<EOF | sh\nrm\nEOF")
+	judged := 0
+	for _, p := range []*Policy{Default(), strict} {
+		for _, src := range in {
+			f, err := parse(src)
+			if err != nil || !mayBind(src) {
+				continue
+			}
+			judged++
+			replayed := p.newChecker()
+			replayed.trace = []Step{}
+			replayed.script(src, 0)
+
+			// script, with the judging walk in place of collect's record
+			walked := p.newChecker()
+			walked.trace = []Step{}
+			walked.judgedBefore(src)
+			before := walked.stateSize()
+			walked.collect(src, f)
+			walked.events = walked.events[:0]
+			if walked.stateSize() != before {
+				walked.generation++
+			}
+			walked.walk(src, f, 0)
+
+			if d, want := replayed.decision(), walked.decision(); d != want {
+				t.Errorf("%q: replayed %+v, walked %+v", src, d, want)
+			}
+			if !slices.Equal(replayed.trace, walked.trace) {
+				t.Errorf("%q: replayed trace %v, walked %v", src, replayed.trace, walked.trace)
+			}
+			if replayed.steps != walked.steps && min(replayed.steps, walked.steps) <= maxSteps {
+				t.Errorf("%q: replayed in %d steps, walked in %d", src, replayed.steps, walked.steps)
+			}
+		}
+	}
+	if judged < 1000 {
+		t.Errorf("only %d scripts judged", judged)
+	}
+}
+
+// TestStringRunnersAsStringRunner: unwrap asks stringRunner only about the
+// names of stringRunners; it finds no script for any other.
+func TestStringRunnersAsStringRunner(t *testing.T) {
+	in := fastPathInputs(t)
+	for name := range nameKinds {
+		in = append(in, name)
+	}
+	argvs := [][]word{nil, {{s: "-c"}, {s: "rm -rf /"}}, {{s: "host"}, {s: "rm"}}, {{s: ":::"}, {s: "rm"}},
+		{{s: "lock"}, {s: "-c"}, {s: "x"}}, {{s: "-n"}, {s: "1"}, {s: "ls"}}}
+	for _, name := range in {
+		for _, args := range argvs {
+			if _, ok := stringRunner(name, args); ok && kindOf(name)&kindStringRunner == 0 {
+				t.Errorf("stringRunner(%q, %v) runs a string, but %q is not among stringRunners", name, args, name)
+			}
+		}
+	}
+	for _, name := range stringRunners {
+		found := false
+		for _, args := range argvs {
+			_, ok := stringRunner(name, args)
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("stringRunner runs no string for %q, of stringRunners", name)
+		}
+	}
+}
+
+// TestSedCommandsAsRegexp: sedCommands, which skips scripts with no e before
+// a blank, finds what sedExec finds.
+func TestSedCommandsAsRegexp(t *testing.T) {
+	plain := func(script string) []string {
+		var out []string
+		for _, m := range sedExec.FindAllStringSubmatch(script, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	in := append(fastPathInputs(t), "e rm -rf /", "1e rm", "$e\trm", "/x/,/y/ !e id", "s/a/b/;e id", "{e id}",
+		"s/the end/x/", "e", "e\n", "ee  x", "s/x/y/e", "1 e  ls;2e\tpwd")
+	rng := rand.New(rand.NewPCG(5, 6))
+	const alphabet = "e \t;{}/$!,0123456789sxy\n\\"
+	for range 20_000 {
+		b := make([]byte, rng.IntN(16))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		in = append(in, string(b))
+	}
+	found := 0
+	for _, s := range in {
+		got, want := sedCommands(s), plain(s)
+		if !slices.Equal(got, want) {
+			t.Errorf("sedCommands(%q) = %q, want %q", s, got, want)
+		}
+		found += len(want)
+	}
+	if found < 100 {
+		t.Errorf("only %d e commands among the inputs", found)
 	}
 }

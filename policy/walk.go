@@ -225,6 +225,29 @@ type treeWalk struct {
 	collect bool // collect's walk (collectNode); otherwise the judging walk (redirects, call, judgeBinary, ...)
 	ws      walkState
 	depth   int
+	// Collect's walk tells fork bombs while it goes through function bodies
+	// (see bodies): open are the functions whose bodies it is in, forks the
+	// forks it is in (pipeline stages, background statements), and quiet the
+	// redirects of background statements it is in, whose calls the fork-bomb
+	// test does not count. forks and quiet count only inside a body.
+	open  []openFunc
+	forks int
+	quiet int
+	// Collect's walk also records the judging walk's actions (events):
+	// walked counts the walk's own steps (not those of its actions), and mark
+	// is walked where the last event's entry step was taken.
+	walked int
+	mark   int
+}
+
+// openFunc is a function whose body collect's walk is in, and what the walk
+// has seen of its calls there: a fork bomb calls itself in a fork (a pipeline
+// or the background) or more than once.
+type openFunc struct {
+	name         string
+	forks, quiet int // the walk's forks and quiet where the body starts
+	calls        int
+	forkedCall   bool
 }
 
 // enterPlain is what both visitors do on entering a node that neither acts
@@ -236,6 +259,7 @@ func (w *treeWalk) enterPlain() bool {
 		return false
 	}
 	c.step()
+	w.walked++
 	return !c.done()
 }
 
@@ -247,12 +271,14 @@ func (w *treeWalk) enterWord(x *syntax.Word) bool {
 		return false
 	}
 	c.step()
+	w.walked++
 	return mayHoldCommands(x)
 }
 
 // enterCollect enters a node that only collect acts on.
 func (w *treeWalk) enterCollect(n syntax.Node) bool {
 	if w.collect {
+		w.walked++ // collectNode's step
 		return w.c.collectNode(w.src, n)
 	}
 	return w.enterPlain()
@@ -276,6 +302,7 @@ func (w *treeWalk) enterJudge() bool {
 func (w *treeWalk) leave() {
 	if w.collect || !w.c.done() {
 		w.c.step()
+		w.walked++
 	}
 }
 
@@ -295,6 +322,9 @@ func (w *treeWalk) stmts(list []*syntax.Stmt) {
 
 func (w *treeWalk) stmt(n *syntax.Stmt) {
 	if w.collect {
+		if len(n.Redirs) > 0 {
+			w.event(n) // without redirects, the judging walk's entry is a plain step
+		}
 		if !w.enterPlain() {
 			return
 		}
@@ -302,15 +332,30 @@ func (w *treeWalk) stmt(n *syntax.Stmt) {
 		if !w.enterJudge() {
 			return
 		}
-		if w.c.redirects(w.src, n, &w.ws); w.c.done() {
-			return
+		if len(n.Redirs) > 0 {
+			if w.c.redirects(w.src, n, &w.ws); w.c.done() {
+				return
+			}
 		}
+	}
+	// In a function body, a background statement's command runs in a fork, and
+	// the calls of its redirects are not counted (see bodies).
+	background := n.Background && len(w.open) > 0
+	if background {
+		w.forks++
 	}
 	if n.Cmd != nil {
 		w.command(n.Cmd)
 	}
+	if background {
+		w.forks--
+		w.quiet++
+	}
 	for _, r := range n.Redirs {
 		w.redirect(r)
+	}
+	if background {
+		w.quiet--
 	}
 	w.leave()
 }
@@ -352,14 +397,19 @@ func (w *treeWalk) command(n syntax.Command) {
 	switch n := n.(type) {
 	case *syntax.CallExpr:
 		if w.collect {
-			if !w.c.collectNode(w.src, n) {
+			if len(w.open) > 0 {
+				w.countCall(n)
+			}
+			w.event(n)
+			w.walked++ // collectCall's step
+			if !w.c.collectCall(w.src, n) {
 				return
 			}
 		} else {
 			if !w.enterJudge() {
 				return
 			}
-			if w.c.call(w.src, n, w.ws.ctxs[n], w.depth); w.c.done() {
+			if w.c.call(w.src, n, w.ws.ctx(n), w.depth); w.c.done() {
 				return
 			}
 		}
@@ -394,6 +444,9 @@ func (w *treeWalk) command(n syntax.Command) {
 		w.stmts(n.Do)
 	case *syntax.BinaryCmd:
 		if w.collect {
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				w.event(n) // judgeBinary acts on pipelines only: the entry of the others is a plain step
+			}
 			if !w.enterPlain() {
 				return
 			}
@@ -405,8 +458,16 @@ func (w *treeWalk) command(n syntax.Command) {
 				return
 			}
 		}
+		// In a function body, a pipeline's stages run in forks.
+		piped := (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && len(w.open) > 0
+		if piped {
+			w.forks++
+		}
 		w.stmt(n.X)
 		w.stmt(n.Y)
+		if piped {
+			w.forks--
+		}
 	case *syntax.FuncDecl:
 		if !w.enterCollect(n) {
 			return
@@ -417,7 +478,7 @@ func (w *treeWalk) command(n syntax.Command) {
 		for _, l := range n.Names {
 			w.lit(l)
 		}
-		w.stmt(n.Body)
+		w.body(n)
 	case *syntax.ArithmCmd:
 		if !w.enterPlain() {
 			return
@@ -438,6 +499,7 @@ func (w *treeWalk) command(n syntax.Command) {
 		w.test(n.X)
 	case *syntax.DeclClause:
 		if w.collect {
+			w.event(n)
 			if !w.enterPlain() {
 				return
 			}
@@ -454,6 +516,7 @@ func (w *treeWalk) command(n syntax.Command) {
 		}
 	case *syntax.LetClause:
 		if w.collect {
+			w.event(n)
 			if !w.enterPlain() {
 				return
 			}
@@ -493,6 +556,111 @@ func (w *treeWalk) command(n syntax.Command) {
 		panic(fmt.Sprintf("walk: unexpected node type %T", n))
 	}
 	w.leave()
+}
+
+// A judgeEvent is where the judging walk of a script acts (at a statement
+// with redirects, a simple command, a pipeline, a declaration or a let; at
+// any other node it only steps), recorded by
+// collect's walk of the script with the walk's own steps before it; a nil
+// node ends the record, with the steps after the last action.
+//
+// Collect's walk goes through the same nodes, in the same order, with its
+// steps at the same points as the judging walk's (they are one treeWalk),
+// and which nodes the judging walk enters depends only on the tree, until the
+// check is done, which ends the judging walk: so the judging walk of a
+// script collect walked through is its actions, in this order, with these
+// steps between them, cut where the check is done (replay).
+type judgeEvent struct {
+	steps int
+	node  syntax.Node
+}
+
+// event records the judging walk's action at n, and the walk's steps since
+// the last; the step of n's own entry, which follows at once, is the
+// judging walk's, taken by replay.
+func (w *treeWalk) event(n syntax.Node) {
+	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark, node: n})
+	w.mark = w.walked + 1
+}
+
+// endEvents ends the record of collect's walk.
+func (w *treeWalk) endEvents() {
+	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark})
+}
+
+// replay is the judging walk of a script whose events collect recorded from
+// start on: for each, the walk's steps before it (as the walk takes them
+// unless the check is done; a check done by one of them is done for the
+// rest), then, unless the check is done, the entry step of the event's node
+// and its action, as enterJudge and the judging branches of treeWalk do.
+func (c *checker) replay(src string, start, depth int) {
+	ws := c.takeWalkState()
+	for i := start; ; i++ {
+		ev := c.events[i] // by index: the actions' nested scripts append to events
+		if ev.steps > 0 {
+			if c.done() {
+				break
+			}
+			c.steps += ev.steps
+		}
+		if ev.node == nil || c.done() {
+			break
+		}
+		c.step()
+		switch n := ev.node.(type) {
+		case *syntax.Stmt:
+			c.redirects(src, n, &ws)
+		case *syntax.CallExpr:
+			c.call(src, n, ws.ctx(n), depth)
+		case *syntax.BinaryCmd:
+			c.judgeBinary(src, n, &ws)
+		case *syntax.DeclClause:
+			c.judgeDecl(n, depth)
+		case *syntax.LetClause:
+			c.judgeLet(src, n, depth)
+		default:
+			panic(fmt.Sprintf("replay: unexpected node type %T", n))
+		}
+	}
+	c.putWalkState(ws)
+}
+
+// body walks a function's body. Collect's walk also tells whether the
+// function is a fork bomb: the walk of spawnsItself, which looked at every
+// call in the body once more, at the same calls, with the same forks
+// (fastpath_test.go holds it to that walk): a background statement's command
+// and a pipeline's stages run in forks, and the calls in a background
+// statement's redirects are not counted. (spawnsItself walked a pipeline's
+// stage as the root of a fork, where being in the background adds nothing;
+// the parser makes no stage that is.) Past the step budget the walk stops
+// and the test is left unfinished, as nothing is judged then.
+func (w *treeWalk) body(n *syntax.FuncDecl) {
+	if !w.collect || n.Name == nil {
+		w.stmt(n.Body)
+		return
+	}
+	w.open = append(w.open, openFunc{name: n.Name.Value, forks: w.forks, quiet: w.quiet})
+	w.stmt(n.Body)
+	f := w.open[len(w.open)-1]
+	w.open = w.open[:len(w.open)-1]
+	if f.forkedCall || f.calls >= 2 {
+		w.c.bombs[f.name] = true
+	}
+}
+
+// countCall counts call for the functions whose bodies the walk is in, if
+// it calls one of them.
+func (w *treeWalk) countCall(call *syntax.CallExpr) {
+	if len(call.Args) == 0 {
+		return
+	}
+	name := wordLit(call.Args[0])
+	for i := range w.open {
+		if f := &w.open[i]; f.name == name && f.quiet == w.quiet {
+			f.calls++
+			f.forkedCall = f.forkedCall || w.forks > f.forks
+		}
+	}
 }
 
 func (w *treeWalk) ifClause(n *syntax.IfClause) {
@@ -543,10 +711,27 @@ func (w *treeWalk) loop(n syntax.Loop) {
 	w.leave()
 }
 
+// words walks a list of words. A word of one literal, most words, is
+// stepped over here without the calls of word: it holds no commands, so its
+// walk is its entry's step (enterWord, then no look inside).
 func (w *treeWalk) words(list []*syntax.Word) {
 	for _, x := range list {
+		if isLitWord(x) {
+			w.leave() // the same step: counted by collect, and by the judging walk unless it is done
+			continue
+		}
 		w.word(x)
 	}
+}
+
+// isLitWord reports whether w is one literal part; such a word never may hold
+// commands (mayHoldCommands).
+func isLitWord(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	_, ok := w.Parts[0].(*syntax.Lit)
+	return ok
 }
 
 func (w *treeWalk) word(n *syntax.Word) {
