@@ -105,6 +105,19 @@ func (j *job) killSignal(sig string) string {
 	return sig
 }
 
+// signal sends sig to job j's container (by id or name) as killSignal says. A
+// runtime that refuses the init's ForceKill (gVisor's runsc knows no real-time
+// signals) gets the engine's SIGKILL instead: the job still ends, without the
+// init's report.
+func (e *Executor) signal(ctx context.Context, container string, j *job, sig string) error {
+	s := j.killSignal(sig)
+	err := e.eng.Kill(ctx, container, s)
+	if err != nil && s != sig {
+		err = e.eng.Kill(ctx, container, sig)
+	}
+	return err
+}
+
 // backstop is when the engine's SIGKILL follows one sent through the init.
 func (j *job) backstop(now time.Time) time.Time {
 	if j.Marker == "" {
@@ -243,7 +256,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	}
 	// airlock's init runs the job: it keeps the deadline and counts and
 	// measures exactly; its request goes first on the job's stdin.
-	if plan.InitVolume, err = e.initVolume(ctx); err != nil {
+	if plan.InitVolume, plan.HostsFile, err = e.initVolume(ctx); err != nil {
 		return fail(err)
 	}
 	var stdin string
@@ -287,7 +300,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	} else if j = started; j.Kill != nil {
 		// Ordered while the container was being made: its signal may have found
 		// no container yet, so it goes again.
-		if err := e.eng.Kill(ctx, containerRef(j), j.killSignal(j.Kill.Signal)); err != nil {
+		if err := e.signal(ctx, containerRef(j), j, j.Kill.Signal); err != nil {
 			e.cfg.Logger.Warn("send a kill ordered while the job started", "id", j.ID, "err", err)
 		}
 	}
@@ -434,7 +447,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 		msg := fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, j.State, j.ExitCode)
 		return KillResult{Process: j.process(), AlreadyEnded: true, Message: msg}, nil
 	}
-	if err := e.eng.Kill(ctx, containerRef(j), j.killSignal(sig)); err != nil {
+	if err := e.signal(ctx, containerRef(j), j, sig); err != nil {
 		return KillResult{}, e.engineErr("kill", err)
 	}
 	e.adopt(j)

@@ -143,19 +143,23 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 	}
 	pids := p.Pids
 	cfg := &container.Config{
-		Image:        p.Image,
-		Cmd:          p.Cmd,
-		Entrypoint:   entrypoint,
-		Env:          p.Env,
-		WorkingDir:   p.Workdir,
-		User:         p.User,
-		Hostname:     "sandbox",
-		Labels:       p.Labels,
-		AttachStdout: true,
-		AttachStderr: true,
-		AttachStdin:  p.OpenStdin,
-		OpenStdin:    p.OpenStdin,
-		StdinOnce:    p.OpenStdin,
+		Image:      p.Image,
+		Cmd:        p.Cmd,
+		Entrypoint: entrypoint,
+		Env:        p.Env,
+		WorkingDir: p.Workdir,
+		User:       p.User,
+		Hostname:   "sandbox",
+		// No network: no endpoint in the engine's network stack either, whose
+		// teardowns can deadlock the engine when many end at once
+		// (docs/DESIGN.md, "No network"). The loopback is the runtime's own.
+		NetworkDisabled: p.Network == "none" && p.HostsFile != "",
+		Labels:          p.Labels,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		AttachStdin:     p.OpenStdin,
+		OpenStdin:       p.OpenStdin,
+		StdinOnce:       p.OpenStdin,
 	}
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(p.Network),
@@ -172,7 +176,7 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 		SecurityOpt:  []string{"no-new-privileges", "seccomp=" + seccompProfile()},
 		MaskedPaths:  maskedPaths,
 		LogConfig:    logConfig(p.LogCap),
-		Mounts:       workspaceMounts(p),
+		Mounts:       planMounts(p),
 		Resources: container.Resources{
 			Memory:     p.Memory,
 			MemorySwap: p.Memory, // swap = memory: no swap at all
@@ -205,9 +209,10 @@ func tmpfsMounts(p containerPlan, opts string) map[string]string {
 	return m
 }
 
-// workspaceMounts mounts the plan's workspace volume, if it has one, at /workspace.
-// Its bounds are the volume's own mount options (see workspaceVolumeOpts).
-func workspaceMounts(p containerPlan) []mount.Mount {
+// planMounts mounts the plan's workspace volume, if it has one, at /workspace
+// (its bounds are the volume's own mount options, see workspaceVolumeOpts), the
+// init's volume, and the hosts file.
+func planMounts(p containerPlan) []mount.Mount {
 	var ms []mount.Mount
 	if p.Workspace != "" {
 		ms = append(ms, mount.Mount{Type: mount.TypeVolume, Source: p.Workspace, Target: "/workspace"})
@@ -215,6 +220,9 @@ func workspaceMounts(p containerPlan) []mount.Mount {
 	if p.InitVolume != "" {
 		ms = append(ms, mount.Mount{Type: mount.TypeVolume, Source: p.InitVolume, Target: engine.InitDir, ReadOnly: true,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	}
+	if p.HostsFile != "" {
+		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: p.HostsFile, Target: "/etc/hosts", ReadOnly: true})
 	}
 	return ms
 }
@@ -532,7 +540,7 @@ func (d *dockerEngine) ListVolumes(ctx context.Context, label string) ([]engine.
 	}
 	out := make([]engine.Volume, 0, len(resp.Volumes))
 	for _, v := range resp.Volumes {
-		out = append(out, engine.Volume{Name: v.Name, Labels: v.Labels})
+		out = append(out, engine.Volume{Name: v.Name, Labels: v.Labels, Mountpoint: v.Mountpoint})
 	}
 	return out, nil
 }

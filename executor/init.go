@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -42,31 +43,44 @@ func InitBinary() string {
 	return ""
 }
 
-// initVolume returns the volume that holds the init, making it the first time.
-func (e *Executor) initVolume(ctx context.Context) (string, error) {
+// sandboxHosts is the /etc/hosts of every sandbox that has the init: a
+// sandbox without a network gets none from the engine (docs/DESIGN.md, "No
+// network"), and programs still look localhost up there.
+const sandboxHosts = "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+// initVolume returns the volume that holds the init, making it the first time,
+// and the path, on the engine's host, of the hosts file beside the init ("" when
+// the engine does not say where its volumes are).
+func (e *Executor) initVolume(ctx context.Context) (volume, hosts string, err error) {
 	e.initMu.Lock()
 	defer e.initMu.Unlock()
 	if e.initVol != "" || e.cfg.InitPath == "" {
-		return e.initVol, nil
+		return e.initVol, e.initHosts, nil
 	}
 	bin, err := os.ReadFile(e.cfg.InitPath)
 	if err != nil {
-		return "", fmt.Errorf("%w: airlock's init: %v", ErrEngine, err)
+		return "", "", fmt.Errorf("%w: airlock's init: %v", ErrEngine, err)
 	}
-	digest := fmt.Sprintf("%x", sha256.Sum256(bin))
+	digest := fmt.Sprintf("%x", sha256.Sum256(append(bin, sandboxHosts...)))
 	name := "airlock-init-" + digest[:16]
 	vols, err := e.eng.ListVolumes(ctx, labelInitDigest+"="+digest)
 	if err != nil {
-		return "", e.engineErr("list init volumes", err)
+		return "", "", e.engineErr("list init volumes", err)
 	}
 	if len(vols) == 0 {
 		if err := e.makeInitVolume(ctx, name, digest, bin); err != nil {
-			return "", err
+			return "", "", err
+		}
+		if vols, err = e.eng.ListVolumes(ctx, labelInitDigest+"="+digest); err != nil {
+			return "", "", e.engineErr("list init volumes", err)
 		}
 	}
 	e.removeOldInits(ctx, digest)
 	e.initVol = name
-	return name, nil
+	if len(vols) == 1 && vols[0].Mountpoint != "" {
+		e.initHosts = path.Join(vols[0].Mountpoint, "hosts")
+	}
+	return name, e.initHosts, nil
 }
 
 // makeInitVolume creates the init's volume and copies the binary into it
@@ -90,6 +104,8 @@ func (e *Executor) makeInitVolume(ctx context.Context, name, digest string, bin 
 	tw := tar.NewWriter(&buf)
 	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "init", Mode: 0o755, Size: int64(len(bin)), ModTime: time.Unix(0, 0)})
 	tw.Write(bin)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "hosts", Mode: 0o644, Size: int64(len(sandboxHosts)), ModTime: time.Unix(0, 0)})
+	tw.Write([]byte(sandboxHosts))
 	tw.Close()
 	if err := e.eng.CopyTo(ctx, cid, "/workspace", &buf); err != nil {
 		return e.engineErr("copy the init into its volume", err)

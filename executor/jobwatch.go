@@ -327,7 +327,7 @@ func (w *watcher) enforce(ctx context.Context, cid string) {
 			return
 		}
 		w.setJob(nj)
-		if err := e.eng.Kill(ctx, cid, j.killSignal("SIGKILL")); err != nil {
+		if err := e.signal(ctx, cid, j, "SIGKILL"); err != nil {
 			e.cfg.Logger.Warn("SIGKILL after force_after", "id", w.id, "err", err)
 		}
 		return

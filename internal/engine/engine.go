@@ -83,6 +83,8 @@ const (
 type Volume struct {
 	Name   string
 	Labels map[string]string
+	// Mountpoint is where the volume's files are on the engine's host.
+	Mountpoint string
 }
 
 // LogFrame is one message of a container's log: a line, or a piece of one.
@@ -142,6 +144,11 @@ type Plan struct {
 	// at InitDir: the init is the container's entrypoint, in place of the
 	// engine's, and reads its command from stdin (internal/initproto).
 	InitVolume string
+	// HostsFile, when set, is a file on the engine's host mounted read-only at
+	// /etc/hosts (localhost and the hostname). With it, a sandbox without a
+	// network gets no network stack from the engine at all, only its own
+	// loopback (docs/DESIGN.md, "No network").
+	HostsFile string
 	// AutoRemove has the engine remove the container when it stops: a warm
 	// sandbox whose owner died (its init reads EOF and exits) goes by itself.
 	AutoRemove bool
