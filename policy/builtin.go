@@ -17,7 +17,7 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			return
 		}
 	}
-	if c.bombs[name] {
+	if len(c.bombs) > 0 && c.bombs[name] { // nearly no script has one: no lookup
 		c.refuse(RuleForkBomb, match.String())
 		return
 	}
@@ -364,6 +364,16 @@ func isRootPath(w word) bool {
 	return w.glob && strings.ContainsAny(first, "*?[") && !strings.Contains(s[1:], "/")
 }
 
+// systemPathAgain is systemPath(p) of a p systemPath returned: p is clean
+// already, so only a path still under /proc/ can change
+// (/proc/self/root/proc/self/root/dev/sda loses one /proc/self/root a time).
+func systemPathAgain(p string) string {
+	if strings.HasPrefix(p, "/proc/") {
+		return systemPath(p)
+	}
+	return p
+}
+
 // systemPath is p as the kernel resolves it: cleaned, and with a
 // /proc/PID/root prefix (the root again) taken away.
 func systemPath(p string) string {
@@ -494,7 +504,11 @@ var devDirs = map[string]bool{
 // isBlockDevice reports whether path names a block device or raw memory, however
 // it is spelt (//dev/sda, /./dev/sda, /proc/self/root/dev/sda).
 func isBlockDevice(path string) bool {
-	p := systemPath(path)
+	return isSystemBlockDevice(systemPath(path))
+}
+
+// isSystemBlockDevice is isBlockDevice of a path systemPath returned.
+func isSystemBlockDevice(p string) bool {
 	rest, ok := strings.CutPrefix(p, "/dev/")
 	if !ok {
 		return false

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -124,8 +125,11 @@ type checker struct {
 	generation  int                // counts rebindings of $1..$9 by function calls
 	// argsCache holds each simple command's expansions, reset when bindings change.
 	argsCache map[*syntax.CallExpr][][]word
-	refusal   *Decision
-	steps     int
+	// cachedCalls filters the calls in argsCache, so that the simple commands
+	// outside pipelines, most of them, skip the map's lookup.
+	cachedCalls callFilter
+	refusal     *Decision
+	steps       int
 	// cwd is the directory the script moved to (cd /), for relative targets;
 	// empty while it is the sandbox's working directory.
 	cwd string
@@ -354,7 +358,7 @@ func (c *checker) writeRule(target string) (Rule, bool) {
 	if rule, ok := writeTargets[p]; ok {
 		return rule, true
 	}
-	if isBlockDevice(p) {
+	if isSystemBlockDevice(systemPathAgain(p)) { // isBlockDevice(p), without cleaning p twice
 		return RuleBlockDevice, true
 	}
 	for _, re := range c.p.denyWrite {
@@ -749,6 +753,7 @@ type funcDef struct {
 // name), as candidates added to what the script already binds.
 func (c *checker) bindArgs(name string, args []word) {
 	clear(c.argsCache) // the words of the body now read differently
+	c.cachedCalls = 0
 	c.generation++
 	c.vars.add("0", name)
 	var elems []string
@@ -1310,8 +1315,10 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 // the pipeline, by what follows it, and on its own: those looks keep what they
 // computed (keep) for the last to use.
 func (c *checker) callArgs(src string, call *syntax.CallExpr, keep bool) [][]word {
-	if alts, ok := c.argsCache[call]; ok {
-		return alts
+	if c.cachedCalls.mayHold(call) {
+		if alts, ok := c.argsCache[call]; ok {
+			return alts
+		}
 	}
 	alts := c.expandArgs(src, call.Args)
 	if keep {
@@ -1319,8 +1326,24 @@ func (c *checker) callArgs(src string, call *syntax.CallExpr, keep bool) [][]wor
 			c.argsCache = map[*syntax.CallExpr][][]word{}
 		}
 		c.argsCache[call] = alts
+		c.cachedCalls.add(call)
 	}
 	return alts
+}
+
+// callFilter is a set of simple commands that may answer yes for one it was
+// not given, but never no for one it was: a bit per command, chosen by its
+// address (a node's address does not change while the check holds its tree).
+type callFilter uint64
+
+func (f *callFilter) add(call *syntax.CallExpr) { *f |= callBit(call) }
+
+func (f callFilter) mayHold(call *syntax.CallExpr) bool { return f&callBit(call) != 0 }
+
+func callBit(call *syntax.CallExpr) callFilter {
+	// The low bits of an address are the same for every node (alignment);
+	// the next ones tell apart nodes allocated near each other.
+	return 1 << (uintptr(unsafe.Pointer(call)) >> 4 % 64)
 }
 
 // mayHoldCommands reports whether a word can contain commands or assignments (a

@@ -367,3 +367,53 @@ func TestSedCommandsAsRegexp(t *testing.T) {
 		t.Errorf("only %d e commands among the inputs", found)
 	}
 }
+
+func TestSystemPathAgainAsSystemPath(t *testing.T) {
+	in := fastPathInputs(t)
+	for _, s := range []string{"/proc/self/root/proc/self/root/dev/sda", "/proc/1/root/proc/thread-self/root",
+		"/proc/self/root", "/proc/", "/proc", "//proc/self/root/dev/sda", "/proc/self/rootx/dev/sda", "", ".", "/"} {
+		in = append(in, s, s+"/..", "/"+s, "/proc/self/root"+s)
+	}
+	for _, s := range in {
+		for _, f := range strings.Fields(s) {
+			in = append(in, f)
+		}
+	}
+	for _, s := range in {
+		p := systemPath(s)
+		if got, want := systemPathAgain(p), systemPath(p); got != want {
+			t.Errorf("systemPathAgain(%q) = %q, want %q", p, got, want)
+		}
+		if got, want := isSystemBlockDevice(systemPathAgain(p)), isBlockDevice(p); got != want {
+			t.Errorf("isSystemBlockDevice(systemPathAgain(%q)) = %v, want isBlockDevice's %v", p, got, want)
+		}
+	}
+}
+
+// TestCallFilterHoldsCachedCalls holds callArgs's filter to the map it
+// filters: it never turns away a call the map holds.
+func TestCallFilterHoldsCachedCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, src := range fastPathInputs(t) {
+		f, err := parse(src)
+		if err != nil {
+			continue
+		}
+		c := &checker{p: Default(), vars: vars{}}
+		var calls []*syntax.CallExpr
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if call, ok := n.(*syntax.CallExpr); ok {
+				calls = append(calls, call)
+			}
+			return true
+		})
+		for _, call := range calls {
+			c.callArgs(src, call, rng.IntN(2) == 0)
+		}
+		for _, call := range calls {
+			if _, cached := c.argsCache[call]; cached && !c.cachedCalls.mayHold(call) {
+				t.Fatalf("%q: the filter turns away a cached call", src)
+			}
+		}
+	}
+}
