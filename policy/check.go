@@ -203,10 +203,20 @@ func (c *checker) release() {
 	if !c.slabs.reset() || cap(c.events) > maxSlab {
 		return
 	}
-	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
-		spareWalks: c.spareWalks, events: c.events[:0]}
+	c.forget()
 	checkers.Put(c)
+}
+
+// forget zeroes what a check set in c, but for the maps, slabs and lists
+// release empties and keeps. It is the same as building a checker of what
+// is kept and copying it over c, field by field: the copy of a whole checker
+// cost more than the rest of release (fastpath_test.go holds it to the copy).
+func (c *checker) forget() {
+	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
+	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
+	c.refusal, c.steps, c.cwd, c.trace = nil, 0, "", nil
+	c.finder = fetchFinder{}
+	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
 
 // clearMap empties m unless it is empty already.
@@ -434,11 +444,12 @@ func mayBind(src string) bool {
 	// and whose second byte follows: a scan per word cost more than the rest
 	// of a short command's check. Every binding word has three bytes or more.
 	for i := 0; i+1 < len(src); i++ {
-		if !bindingStarts[src[i]] {
-			continue // most bytes: a table's byte, cheaper than the empty list of words they start
+		seconds := bindingSeconds[src[i]]
+		if seconds == nil || !seconds[src[i+1]] {
+			continue // most bytes and pairs: a table's entry, cheaper than the list of words they start
 		}
 		for _, w := range bindingWordsBy[src[i]] {
-			if src[i+1] == w[1] && strings.HasPrefix(src[i:], w) {
+			if strings.HasPrefix(src[i:], w) {
 				return true
 			}
 		}
@@ -449,12 +460,16 @@ func mayBind(src string) bool {
 // bindingWords are the commands and keywords that bind without = or (.
 var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
 
-// bindingStarts are the first bytes of the binding words.
-var bindingStarts = func() (starts [256]bool) {
+// bindingSeconds are, by the first byte of a binding word, the second bytes
+// of the binding words it starts (nil for a byte that starts none).
+var bindingSeconds = func() (seconds [256]*byteSet) {
 	for _, w := range bindingWords {
-		starts[w[0]] = true
+		if seconds[w[0]] == nil {
+			seconds[w[0]] = new(byteSet)
+		}
+		seconds[w[0]][w[1]] = true
 	}
-	return starts
+	return seconds
 }()
 
 // bindingWordsBy are the binding words by their first byte.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -414,6 +415,29 @@ func TestCallFilterHoldsCachedCalls(t *testing.T) {
 			if _, cached := c.argsCache[call]; cached && !c.cachedCalls.mayHold(call) {
 				t.Fatalf("%q: the filter turns away a cached call", src)
 			}
+		}
+	}
+}
+
+// TestForgetAsNewChecker holds release's field-by-field reset to building a
+// checker of the maps, slabs and lists it keeps, and copying it over the
+// checker: a field added to checker and not to forget fails here.
+func TestForgetAsNewChecker(t *testing.T) {
+	p := Default()
+	for _, src := range fastPathInputs(t)[:3000] {
+		c := &checker{p: p, vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
+			aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
+			argsCache: map[*syntax.CallExpr][][]word{}}
+		c.trace = []Step{}
+		c.script(src, 0)
+		c.script("f() { :; }; a=1; cd /tmp; curl x | sh", 0) // set what the input may not
+		c.decision()
+		want := checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
+			judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
+			spareWalks: c.spareWalks, events: c.events[:0]}
+		c.forget()
+		if !reflect.DeepEqual(*c, want) {
+			t.Fatalf("%q: forget left %+v, want %+v", src, *c, want)
 		}
 	}
 }
