@@ -441,3 +441,42 @@ func TestForgetAsNewChecker(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticPartAsBuilder holds staticPart's double-quoted strings of several
+// parts (looked at whole before one is built) to building them part by part.
+func TestStaticPartAsBuilder(t *testing.T) {
+	plain := func(p *syntax.DblQuoted) (segment, bool) {
+		var b strings.Builder
+		for _, inner := range p.Parts {
+			lit, ok := inner.(*syntax.Lit)
+			if !ok {
+				return segment{}, false
+			}
+			s, _ := unescapeLit(lit.Value, true)
+			b.WriteString(s)
+		}
+		return segment{s: b.String()}, true
+	}
+	in := append(fastPathInputs(t), `"a\"b"`, `"a\$b\\c"`, `"x $y"`, `"$(z) w"`, `"a\"$b"`, `"\"\"\""`, "\"`x`\"", `""`)
+	seen := 0
+	for _, src := range in {
+		f, err := parse(src)
+		if err != nil {
+			continue
+		}
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if p, ok := n.(*syntax.DblQuoted); ok && len(p.Parts) > 1 {
+				seen++
+				got, gotOK := staticPart(p, false)
+				want, wantOK := plain(p)
+				if got != want || gotOK != wantOK {
+					t.Errorf("%q: staticPart = %+v, %v, want %+v, %v", src, got, gotOK, want, wantOK)
+				}
+			}
+			return true
+		})
+	}
+	if seen < 100 {
+		t.Errorf("only %d double-quoted strings of several parts", seen)
+	}
+}
