@@ -142,6 +142,10 @@ type checker struct {
 	finder fetchFinder
 	// spareWalks are the emptied maps of walks that ended, for the next walks.
 	spareWalks []walkState
+	// parser parses the check's scripts, its own from the first script on,
+	// and goes back to the pool with the checker: a Get and a Put of the
+	// parsers' pool for each script cost more than the rest of release.
+	parser *pooledParser
 	// events are the judging walks' actions collect recorded (judgeEvent),
 	// of the scripts being judged, a nested script's after its parent's.
 	events []judgeEvent
@@ -290,7 +294,7 @@ func (c *checker) script(src string, depth int) {
 	if c.judgedBefore(src) {
 		return
 	}
-	f, err := parse(src)
+	f, err := c.parse(src)
 	if err != nil {
 		if c.strict() {
 			c.refuse(RuleUnparseable, src)
@@ -416,8 +420,21 @@ type pooledParser struct {
 func parse(src string) (*syntax.File, error) {
 	p := parsers.Get().(*pooledParser)
 	defer parsers.Put(p)
+	return p.parse(src)
+}
+
+func (p *pooledParser) parse(src string) (*syntax.File, error) {
 	p.reader.Reset(src)
 	return p.parser.Parse(&p.reader, "")
+}
+
+// parse is parse with c's parser. A parse ends before its tree is walked, so
+// the scripts a script nests are parsed after it, not during.
+func (c *checker) parse(src string) (*syntax.File, error) {
+	if c.parser == nil {
+		c.parser = parsers.Get().(*pooledParser) // kept: the checker holds it from now on
+	}
+	return c.parser.parse(src)
 }
 
 // stateSize measures what collect may add (variables, functions, aliases); it

@@ -434,7 +434,7 @@ func TestForgetAsNewChecker(t *testing.T) {
 		c.decision()
 		want := checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
 			judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
-			spareWalks: c.spareWalks, events: c.events[:0]}
+			spareWalks: c.spareWalks, parser: c.parser, events: c.events[:0]}
 		c.forget()
 		if !reflect.DeepEqual(*c, want) {
 			t.Fatalf("%q: forget left %+v, want %+v", src, *c, want)
