@@ -182,7 +182,8 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			c.refuse(RulePrivilege, match.String())
 			return
 		}
-		for _, target := range writtenPaths(name, args) {
+		var targets [4]string // room for what nearly every command writes, on the stack
+		for _, target := range writtenPaths(targets[:0], name, args) {
 			if rule, ok := c.writeRule(target); ok {
 				c.refuse(rule, match.String()) // the match text only for a refusal
 			}
@@ -427,10 +428,9 @@ func formatsDevice(args []word) bool {
 // destroyingVerbs are the subcommands of nvme and cryptsetup that wipe a device.
 var destroyingVerbs = map[string]bool{"format": true, "sanitize": true, "luksFormat": true, "erase": true, "luksErase": true, "reencrypt": true}
 
-// writtenPaths are the files a command writes, for the programs that write one
-// named in their arguments.
-func writtenPaths(name string, args []word) []string {
-	var out []string
+// writtenPaths appends to out the files a command writes, for the programs
+// that write one named in their arguments.
+func writtenPaths(out []string, name string, args []word) []string {
 	switch name {
 	case "dd":
 		for _, a := range args {

@@ -941,9 +941,26 @@ func (c *checker) fetchedText(s string) bool {
 		return false
 	}
 	for _, name := range c.fetchedVars {
-		if strings.Contains(s, "$"+name) || strings.Contains(s, "${"+name) {
+		if mentionsVar(s, name) {
 			return true
 		}
+	}
+	return false
+}
+
+// mentionsVar reports whether s holds "$"+name or "${"+name, without building
+// them: at each $, whether name or {name follows.
+func mentionsVar(s, name string) bool {
+	for i := strings.IndexByte(s, '$'); i >= 0; {
+		rest := s[i+1:]
+		if strings.HasPrefix(rest, name) || strings.HasPrefix(rest, "{") && strings.HasPrefix(rest[1:], name) {
+			return true
+		}
+		next := strings.IndexByte(rest, '$')
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
 	}
 	return false
 }

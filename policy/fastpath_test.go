@@ -480,3 +480,16 @@ func TestStaticPartAsBuilder(t *testing.T) {
 		t.Errorf("only %d double-quoted strings of several parts", seen)
 	}
 }
+
+func TestMentionsVarAsContains(t *testing.T) {
+	in := fastPathInputs(t)
+	in = append(in, "$x", "${x}", "$", "${", "a$$x", "$y$x", "${y}${x", "$xy", "x$", "$$", "${{x", "$ {x")
+	for _, s := range in {
+		for _, name := range []string{"x", "xy", "URL", "a", "f", "o", ""} {
+			want := strings.Contains(s, "$"+name) || strings.Contains(s, "${"+name)
+			if got := mentionsVar(s, name); got != want {
+				t.Errorf("mentionsVar(%q, %q) = %v, want %v", s, name, got, want)
+			}
+		}
+	}
+}
