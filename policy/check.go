@@ -312,7 +312,7 @@ func (c *checker) script(src string, depth int) {
 	before := c.stateSize()
 	start := len(c.events)
 	c.collect(src, f)
-	if c.stateSize() != before {
+	if c.stateChanged(before) {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
 	// The judging walk, from what collect's walk recorded (replay): walking
@@ -448,6 +448,17 @@ func (c *checker) stateSize() int {
 		}
 	}
 	return n
+}
+
+// stateChanged is c.stateSize() != before, without adding up the variables'
+// values when the state was empty before (the first script of most checks):
+// every variable adds at least one to the size, so an empty state has changed
+// if anything is bound.
+func (c *checker) stateChanged(before int) bool {
+	if before == 0 {
+		return len(c.funcs)+len(c.aliases)+len(c.bombs)+len(c.fetchedVars)+len(c.vars) > 0
+	}
+	return c.stateSize() != before
 }
 
 // mayBind reports whether a script may bind anything collect records (a

@@ -493,3 +493,32 @@ func TestMentionsVarAsContains(t *testing.T) {
 		}
 	}
 }
+
+// TestStateChangedAsStateSize holds stateChanged to comparing stateSize, on
+// a checker's first script (an empty state) and on a second.
+func TestStateChangedAsStateSize(t *testing.T) {
+	in := fastPathInputs(t)
+	changed := 0
+	for i, src := range in {
+		c := &checker{p: Default(), vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
+			aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{}}
+		for _, s := range []string{src, in[(i*7919)%len(in)]} {
+			f, err := parse(s)
+			if err != nil {
+				continue
+			}
+			before := c.stateSize()
+			c.collect(s, f)
+			want := c.stateSize() != before
+			if got := c.stateChanged(before); got != want {
+				t.Fatalf("%q after a state of size %d: stateChanged = %v, want %v", s, before, got, want)
+			}
+			if want {
+				changed++
+			}
+		}
+	}
+	if changed < 100 {
+		t.Errorf("only %d scripts changed the state", changed)
+	}
+}
