@@ -17,7 +17,7 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			return
 		}
 	}
-	if c.bombs[name] {
+	if len(c.bombs) > 0 && c.bombs[name] { // nearly no script has one: no lookup
 		c.refuse(RuleForkBomb, match.String())
 		return
 	}
@@ -182,7 +182,8 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			c.refuse(RulePrivilege, match.String())
 			return
 		}
-		for _, target := range writtenPaths(name, args) {
+		var targets [4]string // room for what nearly every command writes, on the stack
+		for _, target := range writtenPaths(targets[:0], name, args) {
 			if rule, ok := c.writeRule(target); ok {
 				c.refuse(rule, match.String()) // the match text only for a refusal
 			}
@@ -364,6 +365,16 @@ func isRootPath(w word) bool {
 	return w.glob && strings.ContainsAny(first, "*?[") && !strings.Contains(s[1:], "/")
 }
 
+// systemPathAgain is systemPath(p) of a p systemPath returned: p is clean
+// already, so only a path still under /proc/ can change
+// (/proc/self/root/proc/self/root/dev/sda loses one /proc/self/root a time).
+func systemPathAgain(p string) string {
+	if strings.HasPrefix(p, "/proc/") {
+		return systemPath(p)
+	}
+	return p
+}
+
 // systemPath is p as the kernel resolves it: cleaned, and with a
 // /proc/PID/root prefix (the root again) taken away.
 func systemPath(p string) string {
@@ -417,10 +428,9 @@ func formatsDevice(args []word) bool {
 // destroyingVerbs are the subcommands of nvme and cryptsetup that wipe a device.
 var destroyingVerbs = map[string]bool{"format": true, "sanitize": true, "luksFormat": true, "erase": true, "luksErase": true, "reencrypt": true}
 
-// writtenPaths are the files a command writes, for the programs that write one
-// named in their arguments.
-func writtenPaths(name string, args []word) []string {
-	var out []string
+// writtenPaths appends to out the files a command writes, for the programs
+// that write one named in their arguments.
+func writtenPaths(out []string, name string, args []word) []string {
 	switch name {
 	case "dd":
 		for _, a := range args {
@@ -494,7 +504,11 @@ var devDirs = map[string]bool{
 // isBlockDevice reports whether path names a block device or raw memory, however
 // it is spelt (//dev/sda, /./dev/sda, /proc/self/root/dev/sda).
 func isBlockDevice(path string) bool {
-	p := systemPath(path)
+	return isSystemBlockDevice(systemPath(path))
+}
+
+// isSystemBlockDevice is isBlockDevice of a path systemPath returned.
+func isSystemBlockDevice(p string) bool {
 	rest, ok := strings.CutPrefix(p, "/dev/")
 	if !ok {
 		return false

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -124,8 +125,11 @@ type checker struct {
 	generation  int                // counts rebindings of $1..$9 by function calls
 	// argsCache holds each simple command's expansions, reset when bindings change.
 	argsCache map[*syntax.CallExpr][][]word
-	refusal   *Decision
-	steps     int
+	// cachedCalls filters the calls in argsCache, so that the simple commands
+	// outside pipelines, most of them, skip the map's lookup.
+	cachedCalls callFilter
+	refusal     *Decision
+	steps       int
 	// cwd is the directory the script moved to (cd /), for relative targets;
 	// empty while it is the sandbox's working directory.
 	cwd string
@@ -138,6 +142,10 @@ type checker struct {
 	finder fetchFinder
 	// spareWalks are the emptied maps of walks that ended, for the next walks.
 	spareWalks []walkState
+	// parser parses the check's scripts, its own from the first script on,
+	// and goes back to the pool with the checker: a Get and a Put of the
+	// parsers' pool for each script cost more than the rest of release.
+	parser *pooledParser
 	// events are the judging walks' actions collect recorded (judgeEvent),
 	// of the scripts being judged, a nested script's after its parent's.
 	events []judgeEvent
@@ -199,10 +207,20 @@ func (c *checker) release() {
 	if !c.slabs.reset() || cap(c.events) > maxSlab {
 		return
 	}
-	*c = checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
-		judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
-		spareWalks: c.spareWalks, events: c.events[:0]}
+	c.forget()
 	checkers.Put(c)
+}
+
+// forget zeroes what a check set in c, but for the maps, slabs and lists
+// release empties and keeps. It is the same as building a checker of what
+// is kept and copying it over c, field by field: the copy of a whole checker
+// cost more than the rest of release (fastpath_test.go holds it to the copy).
+func (c *checker) forget() {
+	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
+	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
+	c.refusal, c.steps, c.cwd, c.trace = nil, 0, "", nil
+	c.finder = fetchFinder{}
+	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
 
 // clearMap empties m unless it is empty already.
@@ -276,7 +294,7 @@ func (c *checker) script(src string, depth int) {
 	if c.judgedBefore(src) {
 		return
 	}
-	f, err := parse(src)
+	f, err := c.parse(src)
 	if err != nil {
 		if c.strict() {
 			c.refuse(RuleUnparseable, src)
@@ -294,7 +312,7 @@ func (c *checker) script(src string, depth int) {
 	before := c.stateSize()
 	start := len(c.events)
 	c.collect(src, f)
-	if c.stateSize() != before {
+	if c.stateChanged(before) {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
 	// The judging walk, from what collect's walk recorded (replay): walking
@@ -354,7 +372,7 @@ func (c *checker) writeRule(target string) (Rule, bool) {
 	if rule, ok := writeTargets[p]; ok {
 		return rule, true
 	}
-	if isBlockDevice(p) {
+	if isSystemBlockDevice(systemPathAgain(p)) { // isBlockDevice(p), without cleaning p twice
 		return RuleBlockDevice, true
 	}
 	for _, re := range c.p.denyWrite {
@@ -402,8 +420,21 @@ type pooledParser struct {
 func parse(src string) (*syntax.File, error) {
 	p := parsers.Get().(*pooledParser)
 	defer parsers.Put(p)
+	return p.parse(src)
+}
+
+func (p *pooledParser) parse(src string) (*syntax.File, error) {
 	p.reader.Reset(src)
 	return p.parser.Parse(&p.reader, "")
+}
+
+// parse is parse with c's parser. A parse ends before its tree is walked, so
+// the scripts a script nests are parsed after it, not during.
+func (c *checker) parse(src string) (*syntax.File, error) {
+	if c.parser == nil {
+		c.parser = parsers.Get().(*pooledParser) // kept: the checker holds it from now on
+	}
+	return c.parser.parse(src)
 }
 
 // stateSize measures what collect may add (variables, functions, aliases); it
@@ -419,6 +450,17 @@ func (c *checker) stateSize() int {
 	return n
 }
 
+// stateChanged is c.stateSize() != before, without adding up the variables'
+// values when the state was empty before (the first script of most checks):
+// every variable adds at least one to the size, so an empty state has changed
+// if anything is bound.
+func (c *checker) stateChanged(before int) bool {
+	if before == 0 {
+		return len(c.funcs)+len(c.aliases)+len(c.bombs)+len(c.fetchedVars)+len(c.vars) > 0
+	}
+	return c.stateSize() != before
+}
+
 // mayBind reports whether a script may bind anything collect records (a
 // variable, a function, an alias, the positional parameters): most one-line
 // commands bind nothing, and need not be walked twice.
@@ -430,11 +472,12 @@ func mayBind(src string) bool {
 	// and whose second byte follows: a scan per word cost more than the rest
 	// of a short command's check. Every binding word has three bytes or more.
 	for i := 0; i+1 < len(src); i++ {
-		if !bindingStarts[src[i]] {
-			continue // most bytes: a table's byte, cheaper than the empty list of words they start
+		seconds := bindingSeconds[src[i]]
+		if seconds == nil || !seconds[src[i+1]] {
+			continue // most bytes and pairs: a table's entry, cheaper than the list of words they start
 		}
 		for _, w := range bindingWordsBy[src[i]] {
-			if src[i+1] == w[1] && strings.HasPrefix(src[i:], w) {
+			if strings.HasPrefix(src[i:], w) {
 				return true
 			}
 		}
@@ -445,12 +488,16 @@ func mayBind(src string) bool {
 // bindingWords are the commands and keywords that bind without = or (.
 var bindingWords = []string{"for", "select", "function", "set", "alias", "printf", "read", "mapfile", "getopts"}
 
-// bindingStarts are the first bytes of the binding words.
-var bindingStarts = func() (starts [256]bool) {
+// bindingSeconds are, by the first byte of a binding word, the second bytes
+// of the binding words it starts (nil for a byte that starts none).
+var bindingSeconds = func() (seconds [256]*byteSet) {
 	for _, w := range bindingWords {
-		starts[w[0]] = true
+		if seconds[w[0]] == nil {
+			seconds[w[0]] = new(byteSet)
+		}
+		seconds[w[0]][w[1]] = true
 	}
-	return starts
+	return seconds
 }()
 
 // bindingWordsBy are the binding words by their first byte.
@@ -749,6 +796,7 @@ type funcDef struct {
 // name), as candidates added to what the script already binds.
 func (c *checker) bindArgs(name string, args []word) {
 	clear(c.argsCache) // the words of the body now read differently
+	c.cachedCalls = 0
 	c.generation++
 	c.vars.add("0", name)
 	var elems []string
@@ -1310,8 +1358,10 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 // the pipeline, by what follows it, and on its own: those looks keep what they
 // computed (keep) for the last to use.
 func (c *checker) callArgs(src string, call *syntax.CallExpr, keep bool) [][]word {
-	if alts, ok := c.argsCache[call]; ok {
-		return alts
+	if c.cachedCalls.mayHold(call) {
+		if alts, ok := c.argsCache[call]; ok {
+			return alts
+		}
 	}
 	alts := c.expandArgs(src, call.Args)
 	if keep {
@@ -1319,8 +1369,24 @@ func (c *checker) callArgs(src string, call *syntax.CallExpr, keep bool) [][]wor
 			c.argsCache = map[*syntax.CallExpr][][]word{}
 		}
 		c.argsCache[call] = alts
+		c.cachedCalls.add(call)
 	}
 	return alts
+}
+
+// callFilter is a set of simple commands that may answer yes for one it was
+// not given, but never no for one it was: a bit per command, chosen by its
+// address (a node's address does not change while the check holds its tree).
+type callFilter uint64
+
+func (f *callFilter) add(call *syntax.CallExpr) { *f |= callBit(call) }
+
+func (f callFilter) mayHold(call *syntax.CallExpr) bool { return f&callBit(call) != 0 }
+
+func callBit(call *syntax.CallExpr) callFilter {
+	// The low bits of an address are the same for every node (alignment);
+	// the next ones tell apart nodes allocated near each other.
+	return 1 << (uintptr(unsafe.Pointer(call)) >> 4 % 64)
 }
 
 // mayHoldCommands reports whether a word can contain commands or assignments (a

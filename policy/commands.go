@@ -580,19 +580,23 @@ var nameKinds = func() map[string]nameKind {
 	return kinds
 }()
 
-// kindFilter holds, for each length (modulo 32) and first byte, whether a
-// name in nameKinds has them: most names have no kind, and hashing them was
-// most of their lookup.
-var kindFilter = func() (filter [32][256]bool) {
+// kindFilter holds, for each length (modulo 32) and first byte, the last
+// bytes (modulo 64, a bit each) of the names in nameKinds that have them:
+// most names have no kind, and hashing them was most of their lookup; the
+// length and first byte alone let through most of the corpus's names (echo,
+// curl, cat: sudo, chroot, csh have them).
+var kindFilter = func() (filter [32][256]uint64) {
 	for name := range nameKinds {
-		filter[len(name)%32][name[0]] = true
+		filter[len(name)%32][name[0]] |= lastByteBit(name)
 	}
 	return filter
 }()
 
+func lastByteBit(name string) uint64 { return 1 << (name[len(name)-1] % 64) }
+
 // kindOf is nameKinds[name].
 func kindOf(name string) nameKind {
-	if name == "" || !kindFilter[len(name)%32][name[0]] {
+	if name == "" || kindFilter[len(name)%32][name[0]]&lastByteBit(name) == 0 {
 		return 0
 	}
 	return nameKinds[name]
@@ -695,19 +699,20 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContex
 		if kind&kindInterpreter == 0 && name != "tclsh" {
 			return
 		}
+		codeOpts := interpreters[name] // looked up once, not at each use below
 		for i, a := range args {
 			// python3 -c "$(curl ...)", perl -e "$(wget ...)": fetched code.
-			if len(a.s) == 2 && a.s[0] == '-' && strings.IndexByte(interpreters[name], a.s[1]) >= 0 &&
+			if len(a.s) == 2 && a.s[0] == '-' && strings.IndexByte(codeOpts, a.s[1]) >= 0 &&
 				i+1 < len(args) && args[i+1].dynamic && c.fetchedText(args[i+1].s) {
 				c.refuse(RuleEvalFetched, joinWords(argv))
 				return
 			}
 		}
-		if script, ok := programArg(args, interpreters[name]); ok && script.dynamic {
+		if script, ok := programArg(args, codeOpts); ok && script.dynamic {
 			c.procSubst(argv, script) // python3 <(curl ...)
 			return
 		}
-		if programFromStdin(args, interpreters[name]) && (ctx.piped || ctx.redirIn) {
+		if programFromStdin(args, codeOpts) && (ctx.piped || ctx.redirIn) {
 			match := joinWords(argv)
 			if ctx.pipeline != "" {
 				match = ctx.pipeline
@@ -936,9 +941,26 @@ func (c *checker) fetchedText(s string) bool {
 		return false
 	}
 	for _, name := range c.fetchedVars {
-		if strings.Contains(s, "$"+name) || strings.Contains(s, "${"+name) {
+		if mentionsVar(s, name) {
 			return true
 		}
+	}
+	return false
+}
+
+// mentionsVar reports whether s holds "$"+name or "${"+name, without building
+// them: at each $, whether name or {name follows.
+func mentionsVar(s, name string) bool {
+	for i := strings.IndexByte(s, '$'); i >= 0; {
+		rest := s[i+1:]
+		if strings.HasPrefix(rest, name) || strings.HasPrefix(rest, "{") && strings.HasPrefix(rest[1:], name) {
+			return true
+		}
+		next := strings.IndexByte(rest, '$')
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
 	}
 	return false
 }

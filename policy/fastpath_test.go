@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -365,5 +366,159 @@ func TestSedCommandsAsRegexp(t *testing.T) {
 	}
 	if found < 100 {
 		t.Errorf("only %d e commands among the inputs", found)
+	}
+}
+
+func TestSystemPathAgainAsSystemPath(t *testing.T) {
+	in := fastPathInputs(t)
+	for _, s := range []string{"/proc/self/root/proc/self/root/dev/sda", "/proc/1/root/proc/thread-self/root",
+		"/proc/self/root", "/proc/", "/proc", "//proc/self/root/dev/sda", "/proc/self/rootx/dev/sda", "", ".", "/"} {
+		in = append(in, s, s+"/..", "/"+s, "/proc/self/root"+s)
+	}
+	for _, s := range in {
+		for _, f := range strings.Fields(s) {
+			in = append(in, f)
+		}
+	}
+	for _, s := range in {
+		p := systemPath(s)
+		if got, want := systemPathAgain(p), systemPath(p); got != want {
+			t.Errorf("systemPathAgain(%q) = %q, want %q", p, got, want)
+		}
+		if got, want := isSystemBlockDevice(systemPathAgain(p)), isBlockDevice(p); got != want {
+			t.Errorf("isSystemBlockDevice(systemPathAgain(%q)) = %v, want isBlockDevice's %v", p, got, want)
+		}
+	}
+}
+
+// TestCallFilterHoldsCachedCalls holds callArgs's filter to the map it
+// filters: it never turns away a call the map holds.
+func TestCallFilterHoldsCachedCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, src := range fastPathInputs(t) {
+		f, err := parse(src)
+		if err != nil {
+			continue
+		}
+		c := &checker{p: Default(), vars: vars{}}
+		var calls []*syntax.CallExpr
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if call, ok := n.(*syntax.CallExpr); ok {
+				calls = append(calls, call)
+			}
+			return true
+		})
+		for _, call := range calls {
+			c.callArgs(src, call, rng.IntN(2) == 0)
+		}
+		for _, call := range calls {
+			if _, cached := c.argsCache[call]; cached && !c.cachedCalls.mayHold(call) {
+				t.Fatalf("%q: the filter turns away a cached call", src)
+			}
+		}
+	}
+}
+
+// TestForgetAsNewChecker holds release's field-by-field reset to building a
+// checker of the maps, slabs and lists it keeps, and copying it over the
+// checker: a field added to checker and not to forget fails here.
+func TestForgetAsNewChecker(t *testing.T) {
+	p := Default()
+	for _, src := range fastPathInputs(t)[:3000] {
+		c := &checker{p: p, vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
+			aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
+			argsCache: map[*syntax.CallExpr][][]word{}}
+		c.trace = []Step{}
+		c.script(src, 0)
+		c.script("f() { :; }; a=1; cd /tmp; curl x | sh", 0) // set what the input may not
+		c.decision()
+		want := checker{vars: c.vars, bombs: c.bombs, funcs: c.funcs, aliases: c.aliases, inCall: c.inCall,
+			judged: c.judged, argsCache: c.argsCache, fetchedVars: c.fetchedVars[:0], slabs: c.slabs,
+			spareWalks: c.spareWalks, parser: c.parser, events: c.events[:0]}
+		c.forget()
+		if !reflect.DeepEqual(*c, want) {
+			t.Fatalf("%q: forget left %+v, want %+v", src, *c, want)
+		}
+	}
+}
+
+// TestStaticPartAsBuilder holds staticPart's double-quoted strings of several
+// parts (looked at whole before one is built) to building them part by part.
+func TestStaticPartAsBuilder(t *testing.T) {
+	plain := func(p *syntax.DblQuoted) (segment, bool) {
+		var b strings.Builder
+		for _, inner := range p.Parts {
+			lit, ok := inner.(*syntax.Lit)
+			if !ok {
+				return segment{}, false
+			}
+			s, _ := unescapeLit(lit.Value, true)
+			b.WriteString(s)
+		}
+		return segment{s: b.String()}, true
+	}
+	in := append(fastPathInputs(t), `"a\"b"`, `"a\$b\\c"`, `"x $y"`, `"$(z) w"`, `"a\"$b"`, `"\"\"\""`, "\"`x`\"", `""`)
+	seen := 0
+	for _, src := range in {
+		f, err := parse(src)
+		if err != nil {
+			continue
+		}
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if p, ok := n.(*syntax.DblQuoted); ok && len(p.Parts) > 1 {
+				seen++
+				got, gotOK := staticPart(p, false)
+				want, wantOK := plain(p)
+				if got != want || gotOK != wantOK {
+					t.Errorf("%q: staticPart = %+v, %v, want %+v, %v", src, got, gotOK, want, wantOK)
+				}
+			}
+			return true
+		})
+	}
+	if seen < 100 {
+		t.Errorf("only %d double-quoted strings of several parts", seen)
+	}
+}
+
+func TestMentionsVarAsContains(t *testing.T) {
+	in := fastPathInputs(t)
+	in = append(in, "$x", "${x}", "$", "${", "a$$x", "$y$x", "${y}${x", "$xy", "x$", "$$", "${{x", "$ {x")
+	for _, s := range in {
+		for _, name := range []string{"x", "xy", "URL", "a", "f", "o", ""} {
+			want := strings.Contains(s, "$"+name) || strings.Contains(s, "${"+name)
+			if got := mentionsVar(s, name); got != want {
+				t.Errorf("mentionsVar(%q, %q) = %v, want %v", s, name, got, want)
+			}
+		}
+	}
+}
+
+// TestStateChangedAsStateSize holds stateChanged to comparing stateSize, on
+// a checker's first script (an empty state) and on a second.
+func TestStateChangedAsStateSize(t *testing.T) {
+	in := fastPathInputs(t)
+	changed := 0
+	for i, src := range in {
+		c := &checker{p: Default(), vars: vars{}, bombs: map[string]bool{}, funcs: map[string]funcDef{},
+			aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{}}
+		for _, s := range []string{src, in[(i*7919)%len(in)]} {
+			f, err := parse(s)
+			if err != nil {
+				continue
+			}
+			before := c.stateSize()
+			c.collect(s, f)
+			want := c.stateSize() != before
+			if got := c.stateChanged(before); got != want {
+				t.Fatalf("%q after a state of size %d: stateChanged = %v, want %v", s, before, got, want)
+			}
+			if want {
+				changed++
+			}
+		}
+	}
+	if changed < 100 {
+		t.Errorf("only %d scripts changed the state", changed)
 	}
 }

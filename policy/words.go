@@ -298,6 +298,18 @@ func splitFields(segs []segment, ifs, source string, items *slab[word]) []word {
 	return fields
 }
 
+// joinedText is the length of the text of a double-quoted string's segments
+// (but for breaks), and whether one is dynamic.
+func joinedText(segs []segment) (n int, dynamic bool) {
+	for _, sg := range segs {
+		if !sg.brk {
+			n += len(sg.s)
+			dynamic = dynamic || sg.dynamic
+		}
+	}
+	return n, dynamic
+}
+
 // staticPart returns the one segment of a part that needs no lookup: a literal, a
 // single-quoted string, or a double-quoted string of literals.
 func staticPart(part syntax.WordPart, quoted bool) (segment, bool) {
@@ -319,13 +331,21 @@ func staticPart(part syntax.WordPart, quoted bool) (segment, bool) {
 			s, _ := unescapeLit(lit.Value, true)
 			return segment{s: s}, true
 		}
-		var b strings.Builder
+		// Several parts: static only if all are literals ("a\"b" is three), which
+		// is known before building anything ("text $x" is not static), and
+		// the text is built in one allocation (unescaping only shortens).
+		n := 0
 		for _, inner := range p.Parts {
 			lit, ok := inner.(*syntax.Lit)
 			if !ok {
 				return segment{}, false
 			}
-			s, _ := unescapeLit(lit.Value, true)
+			n += len(lit.Value)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		for _, inner := range p.Parts {
+			s, _ := unescapeLit(inner.(*syntax.Lit).Value, true)
 			b.WriteString(s)
 		}
 		return segment{s: b.String()}, true
@@ -416,8 +436,15 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 				}
 				continue
 			}
+			// Known before building: a dynamic string is its source, and the
+			// text of the others is built in one allocation, not one a piece.
+			n, dyn := joinedText(a)
+			if dyn {
+				out = append(out, c.slabs.segs.one(segment{s: sourceOf(src, p), dynamic: true}))
+				continue
+			}
 			var b strings.Builder
-			dyn := false
+			b.Grow(n)
 			var segs []segment
 			for _, sg := range a {
 				if sg.brk { // "${a[@]}": one field per element, even quoted
@@ -426,11 +453,6 @@ func (c *checker) partSegments(src string, part syntax.WordPart, quoted bool) []
 					continue
 				}
 				b.WriteString(sg.s)
-				dyn = dyn || sg.dynamic
-			}
-			if dyn {
-				out = append(out, c.slabs.segs.one(segment{s: sourceOf(src, p), dynamic: true}))
-				continue
 			}
 			out = append(out, append(segs, segment{s: b.String()}))
 		}
