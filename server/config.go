@@ -223,20 +223,10 @@ var settings = []setting{
 		return parseSeconds(v, &c.Ceilings.Timeout)
 	}},
 	{"max-concurrent", "runs in flight plus running jobs per tenant", func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return fmt.Errorf("%q is not a positive integer", v)
-		}
-		c.TenantDefaults.MaxConcurrent = n
-		return nil
+		return parseCount(v, &c.TenantDefaults.MaxConcurrent)
 	}},
 	{"max-queued", "requests per tenant waiting for a place (on this server, or in the cluster's queue)", func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return fmt.Errorf("%q is not a positive integer", v)
-		}
-		c.TenantDefaults.MaxQueued = n
-		return nil
+		return parseCount(v, &c.TenantDefaults.MaxQueued)
 	}},
 	{"allowed-images", "images tenants may run, comma-separated (default: any)", func(c *Config, v string) error {
 		c.TenantDefaults.AllowedImages = splitList(v)
@@ -278,12 +268,7 @@ var settings = []setting{
 		return nil
 	}},
 	{"node-slots", "cluster mode: sandboxes this node runs at once (default: --max-concurrent)", func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return fmt.Errorf("%q is not a positive integer", v)
-		}
-		c.Cluster.Slots = n
-		return nil
+		return parseCount(v, &c.Cluster.Slots)
 	}},
 	{"node-memory", "cluster mode: this node's sandbox memory budget, e.g. 32g (default: slots times --max-memory)", func(c *Config, v string) error {
 		return parseBytes(v, &c.Cluster.Memory)
@@ -596,6 +581,16 @@ func parseBytes(v string, dst *int64) error {
 func parseInt(v string, dst *int64) error {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
+		return fmt.Errorf("%q is not a positive integer", v)
+	}
+	*dst = n
+	return nil
+}
+
+// parseCount reads a positive int.
+func parseCount(v string, dst *int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
 		return fmt.Errorf("%q is not a positive integer", v)
 	}
 	*dst = n
