@@ -423,21 +423,16 @@ func TestBackgroundBadInput(t *testing.T) {
 // knows no real-time signals) and the engine's SIGKILL goes instead.
 func TestJobSIGKILLUnderEachRuntime(t *testing.T) {
 	t.Parallel()
-	for _, rt := range ex.EngineRuntimes() {
-		if rt != "runc" && rt != "runsc" {
-			continue
+	eachRuntime(t, func(t *testing.T, rt string) {
+		p := start(t, ex, executor.Spec{Argv: []string{"sleep", "60"}, Runtime: rt, Background: true})
+		if _, err := ex.Kill(t.Context(), p.ID, "SIGKILL", 0); err != nil {
+			t.Fatalf("SIGKILL: %v", err)
 		}
-		t.Run(rt, func(t *testing.T) {
-			p := start(t, ex, executor.Spec{Argv: []string{"sleep", "60"}, Runtime: rt, Background: true})
-			if _, err := ex.Kill(t.Context(), p.ID, "SIGKILL", 0); err != nil {
-				t.Fatalf("SIGKILL: %v", err)
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			r, err := ex.Wait(ctx, p.ID)
-			if err != nil || r.State != executor.StateKilled || r.ExitCode != 137 {
-				t.Fatalf("the job after SIGKILL: state %s exit %d, %v; want killed, 137, within 10 s", r.State, r.ExitCode, err)
-			}
-		})
-	}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		r, err := ex.Wait(ctx, p.ID)
+		if err != nil || r.State != executor.StateKilled || r.ExitCode != 137 {
+			t.Fatalf("the job after SIGKILL: state %s exit %d, %v; want killed, 137, within 10 s", r.State, r.ExitCode, err)
+		}
+	})
 }

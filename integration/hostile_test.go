@@ -122,6 +122,17 @@ func TestHostile(t *testing.T) {
 	})
 }
 
+// eachRuntime runs fn as a subtest under each runtime the battery covers
+// (requireRuntime says what happens when the engine lacks one).
+func eachRuntime(t *testing.T, fn func(t *testing.T, rt string)) {
+	for _, rt := range hostileRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			requireRuntime(t, rt)
+			fn(t, rt)
+		})
+	}
+}
+
 // requireRuntime fails when the engine lacks runc, and skips when it lacks runsc:
 // the one skip the battery allows (.ci/install-runsc installs and registers it).
 func requireRuntime(t *testing.T, rt string) {

@@ -190,36 +190,31 @@ func TestNetworkEgressFails(t *testing.T) {
 // each runtime.
 func TestLoopbackWithoutNetwork(t *testing.T) {
 	t.Parallel()
-	for _, rt := range ex.EngineRuntimes() {
-		if rt != "runc" && rt != "runsc" {
-			continue
+	eachRuntime(t, func(t *testing.T, rt string) {
+		// The client tries until the server listens; the server prints
+		// what it got and ends with the connection.
+		spec := sh(`(for i in $(seq 50); do echo hello | nc localhost 8080 && break; sleep 0.1; done) & nc -l -p 8080 | sed 's/^/got /'; wait; hostname`)
+		spec.Runtime, spec.Timeout = rt, 20
+		res := run(t, spec)
+		if res.ExitCode != 0 || res.Stdout != "got hello\nsandbox\n" {
+			t.Fatalf("a server on localhost inside the sandbox: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 		}
-		t.Run(rt, func(t *testing.T) {
-			// The client tries until the server listens; the server prints
-			// what it got and ends with the connection.
-			spec := sh(`(for i in $(seq 50); do echo hello | nc localhost 8080 && break; sleep 0.1; done) & nc -l -p 8080 | sed 's/^/got /'; wait; hostname`)
-			spec.Runtime, spec.Timeout = rt, 20
-			res := run(t, spec)
-			if res.ExitCode != 0 || res.Stdout != "got hello\nsandbox\n" {
-				t.Fatalf("a server on localhost inside the sandbox: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
-			}
-			p := start(t, ex, executor.Spec{Argv: []string{"sleep", "30"}, Runtime: rt, Background: true})
-			list, err := docker.ContainerList(t.Context(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", executor.LabelID+"="+p.ID))})
-			if err != nil || len(list) != 1 {
-				t.Fatalf("the job's container: %v, %v", list, err)
-			}
-			c, err := docker.ContainerInspect(t.Context(), list[0].ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.NetworkSettings != nil && len(c.NetworkSettings.Networks) != 0 {
-				t.Errorf("the sandbox has endpoints in the engine's networks: %v", c.NetworkSettings.Networks)
-			}
-			if !c.Config.NetworkDisabled {
-				t.Errorf("the sandbox's network is not disabled in the engine")
-			}
-		})
-	}
+		p := start(t, ex, executor.Spec{Argv: []string{"sleep", "30"}, Runtime: rt, Background: true})
+		list, err := docker.ContainerList(t.Context(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", executor.LabelID+"="+p.ID))})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("the job's container: %v, %v", list, err)
+		}
+		c, err := docker.ContainerInspect(t.Context(), list[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.NetworkSettings != nil && len(c.NetworkSettings.Networks) != 0 {
+			t.Errorf("the sandbox has endpoints in the engine's networks: %v", c.NetworkSettings.Networks)
+		}
+		if !c.Config.NetworkDisabled {
+			t.Errorf("the sandbox's network is not disabled in the engine")
+		}
+	})
 }
 
 func TestSandboxControls(t *testing.T) {

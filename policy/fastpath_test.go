@@ -17,6 +17,21 @@ import (
 // plain code they stand for: these tests compare them on the corpus, on the
 // edges of what they look for, and on random text.
 
+// randomTexts returns n texts of fewer than maxLen bytes drawn from alphabet,
+// the same for the same seed.
+func randomTexts(seed uint64, alphabet string, n, maxLen int) []string {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	out := make([]string, n)
+	for k := range out {
+		b := make([]byte, rng.IntN(maxLen))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		out[k] = string(b)
+	}
+	return out
+}
+
 func fastPathInputs(t *testing.T) []string {
 	t.Helper()
 	data, err := os.ReadFile("testdata/agent_commands.json")
@@ -30,16 +45,7 @@ func fastPathInputs(t *testing.T) []string {
 	for _, w := range bindingWords {
 		in = append(in, w, w[:len(w)-1], w[:2], w[:1], "x"+w, w+"y", " "+w+" ", "a"+w[:2], w[:2]+"\n"+w[2:])
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	const alphabet = "fosetlcunaiprdmgyx =(/\t\n\u00a0\xff"
-	for range 20_000 {
-		b := make([]byte, rng.IntN(12))
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		in = append(in, string(b))
-	}
-	return in
+	return append(in, randomTexts(1, "fosetlcunaiprdmgyx =(/\t\n\u00a0\xff", 20_000, 12)...)
 }
 
 func TestMayBindAsContains(t *testing.T) {
@@ -347,15 +353,7 @@ func TestSedCommandsAsRegexp(t *testing.T) {
 	}
 	in := append(fastPathInputs(t), "e rm -rf /", "1e rm", "$e\trm", "/x/,/y/ !e id", "s/a/b/;e id", "{e id}",
 		"s/the end/x/", "e", "e\n", "ee  x", "s/x/y/e", "1 e  ls;2e\tpwd")
-	rng := rand.New(rand.NewPCG(5, 6))
-	const alphabet = "e \t;{}/$!,0123456789sxy\n\\"
-	for range 20_000 {
-		b := make([]byte, rng.IntN(16))
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		in = append(in, string(b))
-	}
+	in = append(in, randomTexts(5, "e \t;{}/$!,0123456789sxy\n\\", 20_000, 16)...)
 	found := 0
 	for _, s := range in {
 		got, want := sedCommands(s), plain(s)
