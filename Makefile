@@ -85,7 +85,8 @@ run: images ## serve the HTTP API and MCP on 127.0.0.1:8080 (LISTEN=...), defaul
 demo: images ## run one command in a sandbox through the CLI (make demo CMD='ls -la /')
 	$(BIN) run -- '$(CMD)'
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, and no compiled executable or file over 1 MB tracked
+	.ci/check-tracked
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 

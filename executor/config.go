@@ -66,8 +66,9 @@ type Config struct {
 	MaxWorkspaceSize int64
 	// InitPath is airlock's init (cmd/airlock-init), PID 1 of every
 	// foreground run: exact output, resource usage and OOM kills measured inside
-	// the sandbox, the deadline kept there. Empty: the engine's init, and the
-	// engine's samples. DefaultConfig finds it with InitBinary.
+	// the sandbox, the deadline kept there. DefaultConfig finds it with
+	// InitBinary; New fails when it is missing or cannot run in a sandbox,
+	// saying how to get it. EngineInit asks for the engine's init instead.
 	InitPath string
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy

@@ -108,6 +108,12 @@ func New(opts ...Option) (*Executor, error) {
 		e.Close()
 		return nil, err
 	}
+	if e.cfg.InitPath != EngineInit {
+		if err := checkInit(e.cfg.InitPath); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	dir := e.cfg.DataDir
 	if dir == "" {
 		dir = store.DefaultDir()

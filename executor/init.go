@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/images"
@@ -27,20 +30,105 @@ const (
 	labelInitDigest = labelPrefix + "init.digest"
 )
 
-// InitBinary finds airlock's init: $AIRLOCK_INIT, or airlock-init beside the
+// EngineInit, as Config.InitPath, runs sandboxes under the engine's init
+// instead of airlock's, on purpose: usage figures then rest on the engine's
+// samples (zero for a run shorter than a second), an OOM early in a run may go
+// unflagged, and there is no warm pool. Only a caller that asks for it gets it.
+const EngineInit = "engine"
+
+// ErrNoInit is New's error when airlock's init cannot be found or cannot run
+// in a sandbox; its text says how to get one.
+var ErrNoInit = errors.New("airlock's init (airlock-init) is missing")
+
+// initHowTo says how to get the init, in every error about it.
+const initHowTo = "build it with `make build` (bin/airlock-init beside bin/airlock), " +
+	"or `go install github.com/airlock-sandbox/airlock/cmd/airlock-init@<the version of airlock you run>`, " +
+	"or set AIRLOCK_INIT to its path"
+
+// InitBinary finds airlock's init: $AIRLOCK_INIT, airlock-init beside the
 // running executable (bin/airlock-init beside bin/airlock, /airlock-init in the
-// server image). Empty when there is none: runs then use the engine's init.
+// server image), or airlock-init on $PATH or in Go's install directory (where
+// `go install` puts it beside airlock). Empty when there is none; New then
+// fails, saying how to get it.
 func InitBinary() string {
 	if p := os.Getenv("AIRLOCK_INIT"); p != "" {
 		return p
 	}
+	var dirs []string
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "airlock-init")
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
+	dirs = append(dirs, goBinDirs()...)
+	for _, d := range dirs {
+		p := filepath.Join(d, "airlock-init")
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return p
 		}
 	}
 	return ""
+}
+
+// goBinDirs are the directories `go install` writes to: $GOBIN, else
+// $GOPATH/bin, else ~/go/bin.
+func goBinDirs() []string {
+	if d := os.Getenv("GOBIN"); d != "" {
+		return []string{d}
+	}
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		var dirs []string
+		for _, d := range filepath.SplitList(gp) {
+			dirs = append(dirs, filepath.Join(d, "bin"))
+		}
+		return dirs
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return []string{filepath.Join(home, "go", "bin")}
+	}
+	return nil
+}
+
+// checkInit tells why the init at path cannot be PID 1 of a sandbox: missing,
+// not a Linux executable of this machine's architecture, or linked against a
+// C library that images such as airlock/minimal do not have.
+func checkInit(path string) error {
+	if path == "" {
+		return fmt.Errorf("%w: not found beside this program, on $PATH or in Go's install directory; %s", ErrNoInit, initHowTo)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not a Linux executable (%v); %s", ErrNoInit, path, err, initHowTo)
+	}
+	defer f.Close()
+	if f.Machine != elfMachine() {
+		return fmt.Errorf("%w: %s is built for %s, not this machine's %s; %s", ErrNoInit, path, f.Machine, runtime.GOARCH, initHowTo)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%w: %s is dynamically linked, and a sandbox image may have no C library: rebuild it with CGO_ENABLED=0; %s", ErrNoInit, path, initHowTo)
+		}
+	}
+	return nil
+}
+
+// elfMachine is the ELF machine of the running program.
+func elfMachine() elf.Machine {
+	switch runtime.GOARCH {
+	case "arm64":
+		return elf.EM_AARCH64
+	case "386":
+		return elf.EM_386
+	case "arm":
+		return elf.EM_ARM
+	case "riscv64":
+		return elf.EM_RISCV
+	case "ppc64le", "ppc64":
+		return elf.EM_PPC64
+	case "s390x":
+		return elf.EM_S390
+	default:
+		return elf.EM_X86_64
+	}
 }
 
 // sandboxHosts is the /etc/hosts of every sandbox that has the init: a
@@ -54,7 +142,7 @@ const sandboxHosts = "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost
 func (e *Executor) initVolume(ctx context.Context) (volume, hosts string, err error) {
 	e.initMu.Lock()
 	defer e.initMu.Unlock()
-	if e.initVol != "" || e.cfg.InitPath == "" {
+	if e.initVol != "" || e.cfg.InitPath == EngineInit {
 		return e.initVol, e.initHosts, nil
 	}
 	bin, err := os.ReadFile(e.cfg.InitPath)

@@ -111,7 +111,7 @@ func poolImage(ref, defaultRuntime string) (image, runtime string) {
 
 // startPool makes the pool of e and starts filling it.
 func (e *Executor) startPool() error {
-	if len(e.poolSizes) == 0 || e.cfg.InitPath == "" {
+	if len(e.poolSizes) == 0 || e.cfg.InitPath == EngineInit {
 		return nil
 	}
 	owner := NewID()

@@ -17,6 +17,7 @@ func testConfig() Config {
 	c.Ceilings.CPUs = 2
 	c.KillGrace = 50 * time.Millisecond
 	c.Logger = slog.New(slog.DiscardHandler)
+	c.InitPath = EngineInit // the fake engine runs no init
 	return c
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/image"
+
+	"github.com/airlock-sandbox/airlock/executor"
 )
 
 var (
@@ -316,5 +318,49 @@ func TestCLIStartDeliversAllOfStdin(t *testing.T) {
 	want := fmt.Sprintf("%d\n%x  -\n", len(data), sum)
 	if code != 0 || out != want {
 		t.Fatalf("the job read %q (exit %d, stderr %q), want %q", out, code, stderr, want)
+	}
+}
+
+// TestInitInstalledOrRefused installs the CLI as `go install` does (cgo on, no
+// init beside it): it refuses to run, saying how to get the init, instead of
+// running with the engine's init and reporting zero usage. Once the init is
+// installed beside it, a run of a few milliseconds has its usage measured.
+func TestInitInstalledOrRefused(t *testing.T) {
+	bin, home := t.TempDir(), t.TempDir()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AIRLOCK_INIT=") && !strings.HasPrefix(kv, "GOBIN=") && !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	install := func(pkg string) {
+		cmd := exec.Command("go", "install", pkg)
+		cmd.Env = append(env, "GOBIN="+bin, "PATH="+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go install %s: %v\n%s", pkg, err, out)
+		}
+	}
+	run := func() (string, string, int) {
+		cmd := exec.CommandContext(t.Context(), filepath.Join(bin, "airlock"), "run", "--json", "--", "echo hi")
+		// No airlock-init on $PATH or in Go's install directories but bin.
+		cmd.Env = append(env, "PATH=/usr/bin:/bin", "HOME="+home, "GOPATH="+home)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	install("../cmd/airlock")
+	out, errOut, code := run()
+	if code == 0 || !strings.Contains(errOut, "go install github.com/airlock-sandbox/airlock/cmd/airlock-init@") || strings.Contains(out, `"state"`) {
+		t.Fatalf("without an init: exit %d, stdout %q, stderr %q; want a refusal that says how to get the init", code, out, errOut)
+	}
+	install("../cmd/airlock-init")
+	out, errOut, code = run()
+	var r executor.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("with the init installed: exit %d, %v, stdout %q, stderr %q", code, err, out, errOut)
+	}
+	if r.Stdout != "hi\n" || r.ResourceUsage.MemoryPeakBytes == 0 {
+		t.Fatalf("with the init installed: stdout %q, usage %+v; want the usage measured", r.Stdout, r.ResourceUsage)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/inittest"
 )
 
 // ex is the executor every test shares, as a server would.
@@ -45,14 +45,10 @@ func TestMain(m *testing.M) {
 	os.Setenv("AIRLOCK_DATA", dataDir)
 	// airlock's init, built as `make build` builds it: PID 1 of every
 	// foreground run of the suite and of the CLI it runs.
-	initBin := filepath.Join(dataDir, "airlock-init")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", initBin, "../cmd/airlock-init")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build airlock-init: %v\n%s", err, out)
+	if err := inittest.Setenv(dataDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Setenv("AIRLOCK_INIT", initBin)
 	if docker, err = client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

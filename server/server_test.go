@@ -66,17 +66,19 @@ const (
 
 func newHarness(t *testing.T, configure func(*Config)) *harness {
 	t.Helper()
-	return startHarness(t, configure)
+	return startHarness(t, configure, nil)
 }
 
 // newFakeHarness is a harness over the fake engine: the Service's own logic,
 // in milliseconds and without Docker.
 func newFakeHarness(t *testing.T, f *enginefake.Engine, configure func(*Config)) *harness {
 	t.Helper()
-	return startHarness(t, configure, executor.WithEngine(f))
+	return startHarness(t, configure, f)
 }
 
-func startHarness(t *testing.T, configure func(*Config), opts ...executor.Option) *harness {
+// startHarness starts a Service on the real engine, or on fake when it is set
+// (and then with the engine's init: the fake runs no init).
+func startHarness(t *testing.T, configure func(*Config), fake *enginefake.Engine) *harness {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
@@ -95,7 +97,12 @@ func startHarness(t *testing.T, configure func(*Config), opts ...executor.Option
 		t.Fatal(err)
 	}
 	ec.Logger = log
-	h.ex, err = executor.New(append([]executor.Option{executor.WithConfig(ec)}, opts...)...)
+	opts := []executor.Option{executor.WithConfig(ec)}
+	if fake != nil {
+		ec.InitPath = executor.EngineInit
+		opts = []executor.Option{executor.WithConfig(ec), executor.WithEngine(fake)}
+	}
+	h.ex, err = executor.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

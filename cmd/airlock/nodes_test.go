@@ -39,6 +39,7 @@ func fakeServer(t *testing.T, cfg server.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ec.InitPath = executor.EngineInit // the fake runs no init
 	ex, err := executor.New(executor.WithConfig(ec), executor.WithEngine(enginefake.New()))
 	if err != nil {
 		t.Fatal(err)
