@@ -256,7 +256,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	}
 	// airlock's init runs the job: it keeps the deadline and counts and
 	// measures exactly; its request goes first on the job's stdin.
-	if plan.InitVolume, plan.HostsFile, err = e.initVolume(ctx); err != nil {
+	if plan.InitVolume, plan.EtcDir, err = e.initVolume(ctx); err != nil {
 		return fail(err)
 	}
 	var stdin string

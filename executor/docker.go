@@ -153,7 +153,7 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 		// No network: no endpoint in the engine's network stack either, whose
 		// teardowns can deadlock the engine when many end at once
 		// (docs/DESIGN.md, "No network"). The loopback is the runtime's own.
-		NetworkDisabled: p.Network == "none" && p.HostsFile != "",
+		NetworkDisabled: p.Network == "none" && p.EtcDir != "",
 		Labels:          p.Labels,
 		AttachStdout:    true,
 		AttachStderr:    true,
@@ -221,8 +221,10 @@ func planMounts(p containerPlan) []mount.Mount {
 		ms = append(ms, mount.Mount{Type: mount.TypeVolume, Source: p.InitVolume, Target: engine.InitDir, ReadOnly: true,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
 	}
-	if p.HostsFile != "" {
-		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: p.HostsFile, Target: "/etc/hosts", ReadOnly: true})
+	if p.EtcDir != "" {
+		for _, f := range sandboxEtc {
+			ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: path.Join(p.EtcDir, f.name), Target: "/etc/" + f.name, ReadOnly: true})
+		}
 	}
 	return ms
 }

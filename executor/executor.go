@@ -36,9 +36,9 @@ type Executor struct {
 
 	buildMu sync.Mutex // one image build at a time; others wait for its outcome
 
-	initMu    sync.Mutex
-	initVol   string // the volume holding Config.InitPath, once made
-	initHosts string // the hosts file in it, on the engine's host ("" when unknown)
+	initMu  sync.Mutex
+	initVol string // the volume holding Config.InitPath, once made
+	initEtc string // the directory of the init and sandboxEtc on the engine's host ("" when unknown)
 
 	poolSizes map[string]int // WithPool
 	pool      *pool          // nil without one

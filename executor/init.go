@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -131,25 +130,36 @@ func elfMachine() elf.Machine {
 	}
 }
 
-// sandboxHosts is the /etc/hosts of every sandbox that has the init: a
-// sandbox without a network gets none from the engine (docs/DESIGN.md, "No
-// network"), and programs still look localhost up there.
-const sandboxHosts = "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+// sandboxEtc are the files of /etc that airlock writes for every sandbox that
+// has the init, beside the init in its volume: a sandbox without a network
+// gets no /etc/hosts from the engine (docs/DESIGN.md, "No network"), and
+// programs still look localhost up there; the engine's /etc/hostname is a bind
+// of a file whose host path names the container, which a run could read in
+// /proc/self/mountinfo.
+var sandboxEtc = []struct{ name, text string }{
+	{"hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n"},
+	{"hostname", "sandbox\n"},
+}
 
 // initVolume returns the volume that holds the init, making it the first time,
-// and the path, on the engine's host, of the hosts file beside the init ("" when
-// the engine does not say where its volumes are).
-func (e *Executor) initVolume(ctx context.Context) (volume, hosts string, err error) {
+// and the path, on the engine's host, of the directory that holds it and the
+// sandboxEtc files ("" when the engine does not say where its volumes are).
+func (e *Executor) initVolume(ctx context.Context) (volume, etc string, err error) {
 	e.initMu.Lock()
 	defer e.initMu.Unlock()
 	if e.initVol != "" || e.cfg.InitPath == EngineInit {
-		return e.initVol, e.initHosts, nil
+		return e.initVol, e.initEtc, nil
 	}
 	bin, err := os.ReadFile(e.cfg.InitPath)
 	if err != nil {
 		return "", "", fmt.Errorf("%w: airlock's init: %v", ErrEngine, err)
 	}
-	digest := fmt.Sprintf("%x", sha256.Sum256(append(bin, sandboxHosts...)))
+	sum := sha256.New()
+	sum.Write(bin)
+	for _, f := range sandboxEtc {
+		sum.Write([]byte(f.name + "\x00" + f.text + "\x00"))
+	}
+	digest := fmt.Sprintf("%x", sum.Sum(nil))
 	name := "airlock-init-" + digest[:16]
 	vols, err := e.eng.ListVolumes(ctx, labelInitDigest+"="+digest)
 	if err != nil {
@@ -166,9 +176,9 @@ func (e *Executor) initVolume(ctx context.Context) (volume, hosts string, err er
 	e.removeOldInits(ctx, digest)
 	e.initVol = name
 	if len(vols) == 1 && vols[0].Mountpoint != "" {
-		e.initHosts = path.Join(vols[0].Mountpoint, "hosts")
+		e.initEtc = vols[0].Mountpoint
 	}
-	return name, e.initHosts, nil
+	return name, e.initEtc, nil
 }
 
 // makeInitVolume creates the init's volume and copies the binary into it
@@ -192,8 +202,10 @@ func (e *Executor) makeInitVolume(ctx context.Context, name, digest string, bin 
 	tw := tar.NewWriter(&buf)
 	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "init", Mode: 0o755, Size: int64(len(bin)), ModTime: time.Unix(0, 0)})
 	tw.Write(bin)
-	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "hosts", Mode: 0o644, Size: int64(len(sandboxHosts)), ModTime: time.Unix(0, 0)})
-	tw.Write([]byte(sandboxHosts))
+	for _, f := range sandboxEtc {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: 0o644, Size: int64(len(f.text)), ModTime: time.Unix(0, 0)})
+		tw.Write([]byte(f.text))
+	}
 	tw.Close()
 	if err := e.eng.CopyTo(ctx, cid, "/workspace", &buf); err != nil {
 		return e.engineErr("copy the init into its volume", err)

@@ -411,7 +411,7 @@ func (p *pool) start(key PoolKey) (*sandbox, error) {
 		}
 	}
 	var err error
-	if plan.InitVolume, plan.HostsFile, err = e.initVolume(ctx); err != nil {
+	if plan.InitVolume, plan.EtcDir, err = e.initVolume(ctx); err != nil {
 		return nil, err
 	}
 	plan.OpenStdin, plan.AutoRemove = true, true

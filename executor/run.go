@@ -79,7 +79,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	}
 	// airlock's init runs the command: its request goes on the init's stdin.
 	var err error
-	if plan.InitVolume, plan.HostsFile, err = e.initVolume(ctx); err != nil {
+	if plan.InitVolume, plan.EtcDir, err = e.initVolume(ctx); err != nil {
 		return failedResult(res, err)
 	}
 	plan.OpenStdin = plan.OpenStdin || plan.InitVolume != ""

@@ -217,6 +217,37 @@ func TestLoopbackWithoutNetwork(t *testing.T) {
 	})
 }
 
+// TestSandboxCannotReadItsContainerID: nothing a run can read names the
+// container: not /etc/hostname, /etc/hosts, the mount table, nor the cgroup
+// paths, in a run and in a job, under each runtime.
+func TestSandboxCannotReadItsContainerID(t *testing.T) {
+	t.Parallel()
+	const look = `cat /etc/hostname /etc/hosts /proc/self/mountinfo /proc/self/cgroup /proc/1/mountinfo /proc/1/cgroup 2>&1; hostname`
+	eachRuntime(t, func(t *testing.T, rt string) {
+		spec := sh(look)
+		spec.Runtime = rt
+		res := run(t, spec)
+		if res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, "sandbox\n") || res.ContainerID == "" {
+			t.Fatalf("exit %d, stdout %q", res.ExitCode, res.Stdout)
+		}
+		if strings.Contains(res.Stdout, res.ContainerID[:12]) {
+			t.Errorf("a run reads its container id %s:\n%s", res.ContainerID[:12], res.Stdout)
+		}
+		job := start(t, ex, executor.Spec{Command: look, Runtime: rt, Background: true})
+		done, err := ex.Wait(t.Context(), job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := ex.Logs(t.Context(), job.ID, executor.LogsOptions{Stream: "stdout"})
+		if err != nil || done.ContainerID == "" {
+			t.Fatalf("the job's logs: %v, %+v", err, done)
+		}
+		if !strings.HasPrefix(string(out.Stdout), "sandbox\n") || strings.Contains(string(out.Stdout), done.ContainerID[:12]) {
+			t.Errorf("a job reads its container id %s:\n%s", done.ContainerID[:12], out.Stdout)
+		}
+	})
+}
+
 func TestSandboxControls(t *testing.T) {
 	t.Parallel()
 	res := run(t, sh(`grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status; id -u; id -g; ulimit -n;

@@ -144,11 +144,13 @@ type Plan struct {
 	// at InitDir: the init is the container's entrypoint, in place of the
 	// engine's, and reads its command from stdin (internal/initproto).
 	InitVolume string
-	// HostsFile, when set, is a file on the engine's host mounted read-only at
-	// /etc/hosts (localhost and the hostname). With it, a sandbox without a
+	// EtcDir, when set, is a directory on the engine's host whose files hosts
+	// (localhost and the hostname) and hostname are mounted read-only at
+	// /etc/hosts and /etc/hostname, in place of the engine's per-container
+	// files, whose host path names the container. With it, a sandbox without a
 	// network gets no network stack from the engine at all, only its own
 	// loopback (docs/DESIGN.md, "No network").
-	HostsFile string
+	EtcDir string
 	// AutoRemove has the engine remove the container when it stops: a warm
 	// sandbox whose owner died (its init reads EOF and exits) goes by itself.
 	AutoRemove bool
