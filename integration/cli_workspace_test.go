@@ -57,6 +57,29 @@ func TestCLIWorkspaceFromAndCopyBack(t *testing.T) {
 	}
 }
 
+// A checkout holding links that lead out (absolute, or up past it) still runs:
+// those links stay behind, each named in a warning, and the links that stay
+// inside go up as links.
+func TestCLIWorkspaceFromSkipsLinksOut(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n"})
+	for link, target := range map[string]string{"secret": "/home/me/.netrc", "up": "../outside", "sub/up2": "../../x", "ok": "a.txt", "sub/ok2": "../a.txt"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, stderr, code := airlock(t, "", "run", "--workspace-from", dir, "--",
+		"cat ok sub/ok2; for f in secret up sub/up2; do test -e $f || test -L $f && echo present $f; done; true")
+	if code != 0 || stdout != "a\na\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the run with the links inside", code, stdout, stderr)
+	}
+	for _, name := range []string{"secret", "up", "sub/up2"} {
+		if !strings.Contains(stderr, filepath.Join(dir, name)+": a link to") {
+			t.Errorf("no warning names %s: %q", name, stderr)
+		}
+	}
+}
+
 // --copy-back refuses what would land outside the directory, before anything runs;
 // a link the run planted is not followed on the way back.
 func TestCLICopyBackRefusesEscapes(t *testing.T) {

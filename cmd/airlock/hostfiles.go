@@ -16,8 +16,9 @@ import (
 // upload, and an archive or a file unpacked into a host directory after a run.
 
 // packDir streams dir as a tar archive: directories, regular files and symbolic
-// links as links (never followed); sockets, fifos and devices are skipped and
-// named on warn. Names are relative to dir.
+// links as links (never followed); links that lead outside dir (absolute, or
+// up past it), sockets, fifos and devices are skipped and named on warn. Names
+// are relative to dir.
 func packDir(dir string, warn io.Writer) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
@@ -39,6 +40,13 @@ func packDir(dir string, warn io.Writer) io.ReadCloser {
 			case info.Mode()&fs.ModeSymlink != 0:
 				if link, err = os.Readlink(p); err != nil {
 					return err
+				}
+				// A checkout may hold links it does not control (secret ->
+				// /home/me/.netrc): the workspace refuses them, so they stay
+				// behind, named, and the rest goes up.
+				if strings.HasPrefix(link, "/") || escapes(path.Join(path.Dir(filepath.ToSlash(rel)), filepath.ToSlash(link))) {
+					fmt.Fprintf(warn, "airlock: skipping %s: a link to %s, outside the directory\n", p, link)
+					return nil
 				}
 			case !info.Mode().IsRegular() && !info.IsDir():
 				fmt.Fprintf(warn, "airlock: skipping %s: not a file, directory or link\n", p)
