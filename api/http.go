@@ -45,6 +45,8 @@ func (e *Error) Unwrap() error {
 		return ErrUnsafePath
 	case "wrong_type":
 		return ErrWrongType
+	case "queue_timeout":
+		return ErrQueueTimeout
 	}
 	return nil
 }

@@ -42,7 +42,10 @@ func New(serverURL, token string) (*Client, error) {
 		return nil, fmt.Errorf("server URL %q: want http://host:port or https://host:port", serverURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Client{base: u, token: token, http: &http.Client{}}, nil
+	// A redirect is never followed: the API sends none, and a client that
+	// followed one to a cleaned path would act on another resource.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{base: u, token: token, http: &http.Client{CheckRedirect: noRedirect}}, nil
 }
 
 // RunOption changes how Run follows its run.
@@ -285,9 +288,15 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 }
 
 // sendRaw is send with a body of any type: a file, an archive.
-func (c *Client) sendRaw(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType, accept string) (*http.Response, error) {
+func (c *Client) sendRaw(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType, accept string) (resp *http.Response, err error) {
+	// path is escaped already (ids and file names, segment by segment): it is
+	// sent as it is, never escaped again.
 	u := *c.base
-	u.Path += path
+	u.RawPath = c.base.EscapedPath() + path
+	u.Path, err = url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
@@ -300,7 +309,7 @@ func (c *Client) sendRaw(ctx context.Context, method, path string, q url.Values,
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.http.Do(req)
+	resp, err = c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("airlock server %s: %w", c.base.Host, err)
 	}

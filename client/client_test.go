@@ -37,6 +37,9 @@ func TestErrorsMatchTheExecutors(t *testing.T) {
 		{400, `{"error":{"code":"invalid_request","message":"memory: too big","field":"memory"}}`, api.ErrInvalidSpec, "memory"},
 		{503, `{"error":{"code":"engine_unavailable","message":"engine down"}}`, api.ErrEngine, ""},
 		{409, `{"error":{"code":"running","message":"still running"}}`, api.ErrRunning, ""},
+		{503, `{"error":{"code":"queue_timeout","message":"no node had room"}}`, api.ErrQueueTimeout, ""},
+		{409, `{"error":{"code":"wrong_type","message":"a directory is in the way","field":"path"}}`, api.ErrWrongType, "path"},
+		{400, `{"error":{"code":"refused_path","message":"..","field":"path"}}`, api.ErrUnsafePath, "path"},
 		{502, `<html>bad gateway</html>`, nil, ""}, // a proxy's page: the status and body are kept
 	} {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,5 +71,55 @@ func TestNewRefusesAURLWithoutScheme(t *testing.T) {
 		if _, err := New(u, ""); err == nil || !strings.Contains(err.Error(), "server URL") {
 			t.Errorf("New(%q): err %v", u, err)
 		}
+	}
+}
+
+// A file's path is escaped once, segment by segment: the server sees the
+// names the caller gave.
+func TestFilePathsEscapedOnce(t *testing.T) {
+	var got []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.Path, r.URL.EscapedPath())
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer ts.Close()
+	c, err := New(ts.URL+"/base/", "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutFile(t.Context(), "ws_1", "dir with space/ü.txt", 0, strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveFile(t.Context(), "ws_1", "a%2Fb?#"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"/base/v1/workspaces/ws_1/files/dir with space/ü.txt", "/base/v1/workspaces/ws_1/files/dir%20with%20space/%C3%BC.txt",
+		"/base/v1/workspaces/ws_1/files/a%2Fb?#", "/base/v1/workspaces/ws_1/files/a%252Fb%3F%23",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("the server saw\n%q\nwant\n%q", got, want)
+	}
+}
+
+// A redirect is never followed: it is an error carrying its status.
+func TestRedirectNotFollowed(t *testing.T) {
+	followed := false
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/elsewhere" {
+			followed = true
+			return
+		}
+		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	defer ts.Close()
+	c, err := New(ts.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.RemoveFile(t.Context(), "ws_1", "x")
+	var e *api.Error
+	if followed || !errors.As(err, &e) || e.Status != http.StatusTemporaryRedirect {
+		t.Fatalf("followed %v, err %v; want a 307 error and no request to the target", followed, err)
 	}
 }

@@ -27,7 +27,7 @@ func parseReport(report string) (dir, pattern string, err error) {
 	}
 	dir, pattern = path.Split(glob)
 	if dir, err = workspacePath("report", dir); err != nil {
-		return "", "", err
+		return "", "", &SpecError{Field: "report", Reason: strings.TrimPrefix(err.Error(), ErrUnsafePath.Error()+": report: ")}
 	}
 	return dir, pattern, nil
 }

@@ -162,8 +162,8 @@ func TestWorkspacePath(t *testing.T) {
 			t.Errorf("workspacePath(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"..", "a/../..", "a/..", "x\ny", "bad\xff", "nul\x00"} {
-		if _, err := workspacePath("path", in); !errors.Is(err, ErrInvalidSpec) {
+	for _, in := range []string{"..", "a/../..", "a/..", "x\ny", "bad\xff", "nul\x00", strings.Repeat("n", 256), "a/" + strings.Repeat("é", 128)} {
+		if _, err := workspacePath("path", in); !errors.Is(err, ErrUnsafePath) {
 			t.Errorf("workspacePath(%q): %v, want an invalid path", in, err)
 		}
 	}

@@ -63,7 +63,12 @@ n=$c$3
 // The operations, each run after walkScript, in the directory it entered.
 const (
 	extractScript = `exec tar -x -o -f -`
-	fileScript    = `if [ -L "$3" ]; then printf '%s' "$n" >&2; exit 40; fi
+	// putFileScript extracts a one-file archive whose file is $3: a directory
+	// there is not replaced (tar would fail on it, unexplained).
+	putFileScript = `if [ -L "$3" ]; then printf '%s' "$n" >&2; exit 40; fi
+if [ -d "$3" ]; then printf '%s' "$n" >&2; exit 42; fi
+exec tar -x -o -f -`
+	fileScript = `if [ -L "$3" ]; then printf '%s' "$n" >&2; exit 40; fi
 [ -e "$3" ] || { printf '%s' "$n" >&2; exit 41; }
 [ -f "$3" ] || { printf '%s' "$n" >&2; exit 42; }
 exec tar -c -f - -- "$3"`
@@ -114,6 +119,9 @@ func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, script str
 		return fmt.Errorf("%w: %q is not of the kind this operation needs (a directory, or a regular file)", ErrWrongType, what)
 	case strings.Contains(stderr.String(), "No space left") || strings.Contains(stderr.String(), "Disk quota"):
 		return fmt.Errorf("%w: %s holds %s and %d inodes at most", ErrWorkspaceFull, r.ID, formatBytes(r.Size), r.Inodes)
+	case strings.Contains(stderr.String(), "Is a directory") || strings.Contains(stderr.String(), "Not a directory"):
+		// An archive's file where the workspace has a directory, or the reverse.
+		return fmt.Errorf("%w: %s", ErrWrongType, strings.TrimPrefix(strings.TrimSpace(stderr.String()), "tar: "))
 	}
 	return fmt.Errorf("workspace file operation failed (exit %d): %s", code, strings.TrimSpace(stderr.String()))
 }
@@ -135,10 +143,11 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 
 // workspacePath checks a path inside a workspace as a caller gives it ("",
 // "src/main.go", "/src/"): relative to /workspace, with no "..", valid UTF-8,
-// no control characters. It returns it cleaned, "." for the root.
+// no control characters, at most 4096 bytes and 255 a component. It returns
+// it cleaned, "." for the root. A path it refuses is ErrUnsafePath, naming field.
 func workspacePath(field, p string) (string, error) {
 	bad := func(reason string) (string, error) {
-		return "", &SpecError{Field: field, Reason: fmt.Sprintf("%q %s", p, reason)}
+		return "", fmt.Errorf("%w: %s: %q %s", ErrUnsafePath, field, p, reason)
 	}
 	if len(p) > 4096 {
 		return bad("is longer than 4096 bytes")
@@ -149,6 +158,9 @@ func workspacePath(field, p string) (string, error) {
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
 			return bad("contains \"..\"; paths stay inside the workspace")
+		}
+		if len(part) > 255 {
+			return bad(fmt.Sprintf("has a component of %d bytes; at most 255", len(part)))
 		}
 	}
 	return path.Clean("./" + strings.TrimLeft(p, "/")), nil
@@ -181,6 +193,12 @@ func (e *Executor) PutArchive(ctx context.Context, id, dir string, archive io.Re
 	if dir, err = workspacePath("path", dir); err != nil {
 		return err
 	}
+	return e.putArchive(ctx, r, dir, "", archive)
+}
+
+// putArchive checks archive and extracts it into dir (checked) of r's
+// workspace; file, when set, is the one file of a PutFile's archive.
+func (e *Executor) putArchive(ctx context.Context, r workspaceRecord, dir, file string, archive io.Reader) error {
 	spool, err := os.CreateTemp("", "airlock-upload-*.tar")
 	if err != nil {
 		return err
@@ -194,12 +212,20 @@ func (e *Executor) PutArchive(ctx context.Context, id, dir string, archive io.Re
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	return e.holderExec(ctx, r, extractScript, []string{dir, "create"}, bufio.NewReader(spool), io.Discard)
+	script, args := extractScript, []string{dir, "create"}
+	if file != "" {
+		script, args = putFileScript, append(args, file)
+	}
+	return e.holderExec(ctx, r, script, args, bufio.NewReader(spool), io.Discard)
 }
 
 // PutFile writes one file at p in the caller's workspace, creating its
 // directories, with mode's permission bits (0644 when 0).
 func (e *Executor) PutFile(ctx context.Context, id, p string, mode fs.FileMode, content io.Reader, c Caller) error {
+	r, err := e.workspaceRecord(ctx, id, c)
+	if err != nil {
+		return err
+	}
 	clean, err := workspacePath("path", p)
 	if err != nil {
 		return err
@@ -228,7 +254,7 @@ func (e *Executor) PutFile(ctx context.Context, id, p string, mode fs.FileMode, 
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	return e.PutArchive(ctx, id, path.Dir(clean), &buf, c)
+	return e.putArchive(ctx, r, path.Dir(clean), path.Base(clean), &buf)
 }
 
 // maxFileBody bounds one PutFile: it is held in memory.

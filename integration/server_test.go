@@ -66,6 +66,7 @@ func TestServer(t *testing.T) {
 		t.Run("mcp", func(t *testing.T) { t.Parallel(); testServerMCP(t, s) })
 		t.Run("workspace loop http", func(t *testing.T) { t.Parallel(); testServerWorkspaceLoopHTTP(t, s) })
 		t.Run("workspace loop mcp", func(t *testing.T) { t.Parallel(); testServerWorkspaceLoopMCP(t, s) })
+		t.Run("workspace paths", func(t *testing.T) { t.Parallel(); testServerWorkspacePaths(t, s) })
 	})
 	kept := testServerWorkspaceBeforeRestart(t, s)
 	// The restart stops the server: nothing else may be in flight.

@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -184,5 +186,81 @@ func testServerWorkspaceAfterRestart(t *testing.T, s *airlockServer, id string) 
 	res, err := c.Run(ctx, api.Spec{Command: "cat kept.txt", Workspace: id}, nil, nil)
 	if err != nil || res.Stdout != "across the restart" {
 		t.Errorf("after the restart: %v %+v", err, res)
+	}
+}
+
+// testServerWorkspacePaths: names with spaces and non-ASCII letters arrive as
+// given; a file where a directory is answers 409 wrong_type; a path with ".."
+// is refused, in every form, and never reaches another workspace.
+func testServerWorkspacePaths(t *testing.T, s *airlockServer) {
+	ctx := t.Context()
+	c, err := client.New(s.url, tokenAlpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws [2]string
+	for i := range ws {
+		w, err := c.CreateWorkspace(ctx, api.WorkspaceSpec{Size: 16 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws[i] = w.ID
+		t.Cleanup(func() { c.RemoveWorkspace(context.WithoutCancel(ctx), w.ID) })
+	}
+	a, b := ws[0], ws[1]
+
+	if err := c.PutFile(ctx, a, "dir with space/ü.txt", 0, strings.NewReader("u")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.ListFiles(ctx, a, "dir with space")
+	if err != nil || len(list.Files) != 1 || list.Files[0].Name != "ü.txt" {
+		t.Fatalf("listing of \"dir with space\": %+v, %v; want ü.txt, as given", list, err)
+	}
+
+	if err := c.PutFile(ctx, a, "pkg/mod.go", 0, strings.NewReader("package pkg")); err != nil {
+		t.Fatal(err)
+	}
+	err = c.PutFile(ctx, a, "pkg", 0, strings.NewReader("a file where a directory is"))
+	var e *api.Error
+	if !errors.As(err, &e) || e.Status != 409 || e.Code != "wrong_type" {
+		t.Errorf("a file over a directory: %v; want 409 wrong_type", err)
+	}
+	err = c.PutArchive(ctx, a, "", bytes.NewReader(projectArchive(t, map[string]string{"pkg": "x"})))
+	if !errors.As(err, &e) || e.Status != 409 || e.Code != "wrong_type" {
+		t.Errorf("an archive's file over a directory: %v; want 409 wrong_type", err)
+	}
+
+	if err := c.PutFile(ctx, b, "x", 0, strings.NewReader("b's own")); err != nil {
+		t.Fatal(err)
+	}
+	escape := "../../" + b + "/files/x"
+	if err := c.PutFile(ctx, a, escape, 0, strings.NewReader("written from a")); !errors.Is(err, api.ErrUnsafePath) {
+		t.Errorf("PutFile(%q): %v; want refused_path", escape, err)
+	}
+	if err := c.RemoveFile(ctx, a, escape); !errors.Is(err, api.ErrUnsafePath) {
+		t.Errorf("RemoveFile(%q): %v; want refused_path", escape, err)
+	}
+	for _, p := range []string{"a/../x", "./x", "a//x", "%2e%2e/x", "a%0Ax"} {
+		req, _ := http.NewRequestWithContext(ctx, "PUT", s.url+"/v1/workspaces/"+a+"/files/"+p, strings.NewReader("x"))
+		req.Header.Set("Authorization", "Bearer "+tokenAlpha)
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error api.Error }
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || body.Error.Code != "refused_path" {
+			t.Errorf("PUT files/%s: %d %q; want 400 refused_path", p, resp.StatusCode, body.Error.Code)
+		}
+	}
+	rc, _, err := c.OpenFile(ctx, b, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(got) != "b's own" {
+		t.Errorf("another workspace's file became %q", got)
 	}
 }

@@ -34,8 +34,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64, opti
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.As(err, &maxErr):
-		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Field: "body",
-			Message: fmt.Sprintf("body: larger than the limit of %d bytes for %s %s", maxErr.Limit, r.Method, r.Pattern)}
+		return tooLarge(r, err)
 	case err != nil:
 		return badField("body", "could not be read: %v", err)
 	case len(bytes.TrimSpace(data)) == 0 && optional:

@@ -108,8 +108,73 @@ func Handler(svc *Service, streams context.Context) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
-	return a.counted(a.sameOrigin(mux))
+	return a.counted(a.sameOrigin(a.canonical(mux)))
 }
+
+// canonical refuses, with refused_path, a request whose path is not in
+// canonical form ("." or ".." segments, empty segments, control characters),
+// whether sent plain or escaped. ServeMux would redirect it to the cleaned
+// path, and a client that followed would act on another resource:
+// /v1/workspaces/A/files/../../B/files/x is B's file. No answer under it is a
+// redirect either: the mux's own (a subtree without its slash) becomes a 404.
+func (a *httpAPI) canonical(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if reason := pathFault(r.URL.Path); reason != "" {
+			a.fail(w, &api.Error{Status: http.StatusBadRequest, Code: "refused_path", Field: "path",
+				Message: fmt.Sprintf("path %q %s; airlock takes paths in canonical form only", r.URL.EscapedPath(), reason)})
+			return
+		}
+		next.ServeHTTP(&noRedirect{ResponseWriter: w, a: a, r: r}, r)
+	})
+}
+
+// pathFault says what is not canonical in an URL's (unescaped) path, or "".
+func pathFault(p string) string {
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] == 0x7f {
+			return fmt.Sprintf("contains the control character %U", rune(p[i]))
+		}
+	}
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, seg := range segs {
+		switch {
+		case seg == "." || seg == "..":
+			return fmt.Sprintf("has a %q segment", seg)
+		case seg == "" && i < len(segs)-1:
+			return "has an empty segment (//)"
+		}
+	}
+	return ""
+}
+
+// noRedirect turns a redirect written under it into a 404 not_found.
+type noRedirect struct {
+	http.ResponseWriter
+	a       *httpAPI
+	r       *http.Request
+	swallow bool
+}
+
+func (n *noRedirect) WriteHeader(code int) {
+	if code >= 300 && code < 400 {
+		n.Header().Del("Location")
+		n.swallow = true
+		n.a.fail(n.ResponseWriter, &api.Error{Status: http.StatusNotFound, Code: "not_found",
+			Message: fmt.Sprintf("no route %s %s", n.r.Method, n.r.URL.Path)})
+		return
+	}
+	n.ResponseWriter.WriteHeader(code)
+}
+
+func (n *noRedirect) Write(b []byte) (int, error) {
+	if n.swallow {
+		return len(b), nil
+	}
+	return n.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and the deadlines.
+func (n *noRedirect) Unwrap() http.ResponseWriter { return n.ResponseWriter }
 
 // NewHTTPServer returns an http.Server for h with the given timeouts.
 func NewHTTPServer(addr string, h http.Handler, log *slog.Logger, t Timeouts) *http.Server {

@@ -169,8 +169,9 @@ func (a *httpAPI) getArchive(w http.ResponseWriter, r *http.Request, tenant stri
 func tooLarge(r *http.Request, err error) error {
 	var maxErr *http.MaxBytesError
 	if errors.As(err, &maxErr) {
+		// r.Pattern is the route with its method: "POST /v1/processes".
 		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Field: "body",
-			Message: fmt.Sprintf("body: larger than the limit of %d bytes for %s %s", maxErr.Limit, r.Method, r.Pattern)}
+			Message: fmt.Sprintf("body: larger than the limit of %d bytes for %s", maxErr.Limit, r.Pattern)}
 	}
 	return err
 }
