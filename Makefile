@@ -57,7 +57,8 @@ images: build ## build the sandbox images (minimal, debian), offline; each only 
 	.ci/install-debootstrap
 	$(BIN) images build
 
-test: images ## vet, then unit and integration tests against the real engine (and a throw-away PostgreSQL, installed if missing); fails on leaked containers
+test: images ## vet, then unit and integration tests against the real engine, under runc and gVisor (and a throw-away PostgreSQL; runsc and PostgreSQL installed if missing); fails on leaked containers
+	.ci/install-runsc
 	.ci/install-postgresql
 	$(GO) vet ./...
 	# -p 1: packages share one engine, and the integration suite removes and rebuilds
