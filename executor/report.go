@@ -32,16 +32,6 @@ func parseReport(report string) (dir, pattern string, err error) {
 	return dir, pattern, nil
 }
 
-// reportScript archives the regular files (not links) of the entered directory
-// whose names match the pattern in $4, at most junit.MaxFiles of them.
-var reportScript = `pat=$4
-shift 4
-for f in $pat; do
-  if [ -f "$f" ] && [ ! -L "$f" ] && [ $# -lt ` + strconv.Itoa(junit.MaxFiles) + ` ]; then set -- "$@" "$f"; fi
-done
-[ $# -gt 0 ] || exit 0
-exec tar -c -f - -- "$@"`
-
 // testReport reads the run's JUnit reports from its workspace and summarises
 // them. Whatever goes wrong is said in the report's Error: the run's own
 // result stands.
@@ -57,10 +47,16 @@ func (e *Executor) testReport(ctx context.Context, s Spec, c Caller) *TestReport
 	if err != nil {
 		return fail("%v", err)
 	}
+	// The agent checks the files' sizes on their descriptors before it reads
+	// any: a sparse file of gigabytes is refused at once.
 	var out bytes.Buffer
-	if err := e.holderExec(ctx, r, reportScript, []string{dir, "", "", pattern}, nil, &limitedWriter{w: &out, n: junit.MaxBytes + 1<<20}); err != nil {
-		if errors.Is(err, ErrFileNotFound) {
+	args := []string{"report", dir, pattern, strconv.Itoa(junit.MaxFiles), strconv.Itoa(junit.MaxBytes)}
+	if err := e.holderExec(ctx, r, args, nil, &limitedWriter{w: &out, n: junit.MaxBytes + 1<<20}); err != nil {
+		switch {
+		case errors.Is(err, ErrFileNotFound):
 			return fail("no file matched %s in the workspace: %v", strings.TrimPrefix(s.Report, "junit:"), err)
+		case errors.As(err, new(overLimit)):
+			return fail("the reports total more than %d bytes", junit.MaxBytes)
 		}
 		return fail("read the reports: %v", err)
 	}

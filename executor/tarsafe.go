@@ -25,8 +25,9 @@ func (r workspaceRecord) owner() (uid, gid int) {
 // links that stay inside the archive's tree, and hard links to files earlier in
 // it; names are relative, with no ".." and no control characters; modes keep
 // their permission bits only; owners are uid:gid. The declared sizes may total
-// at most maxBytes and the entries maxEntries: a tar bomb is refused before
-// anything lands, whatever its compression.
+// at most maxBytes and the entries maxEntries, every entry counted whatever its
+// name: a tar bomb is refused before anything lands (the agent commits only a
+// whole archive), whatever its compression.
 func checkArchive(in io.Reader, out io.Writer, maxBytes, maxEntries int64, uid, gid int) error {
 	br := bufio.NewReader(in)
 	var src io.Reader = br
@@ -55,6 +56,16 @@ func checkArchive(in io.Reader, out io.Writer, maxBytes, maxEntries int64, uid, 
 		if err != nil {
 			return fmt.Errorf("%w: archive entry %q %v", ErrUnsafePath, h.Name, err)
 		}
+		// Every entry counts, whatever its name: one named "./" is skipped
+		// below, but its declared size is read (and decompressed) all the same.
+		if entries++; entries > maxEntries {
+			return fmt.Errorf("%w: the archive has more than %d entries, the workspace's inode limit", ErrWorkspaceFull, maxEntries)
+		}
+		if h.Size > 0 {
+			if total += h.Size; total > maxBytes {
+				return fmt.Errorf("%w: the archive's entries total more than %s, the workspace's size", ErrWorkspaceFull, formatBytes(maxBytes))
+			}
+		}
 		if name == "." {
 			continue
 		}
@@ -66,17 +77,11 @@ func checkArchive(in io.Reader, out io.Writer, maxBytes, maxEntries int64, uid, 
 				return refuse("passes through the symbolic link %q of the same archive", dir)
 			}
 		}
-		if entries++; entries > maxEntries {
-			return fmt.Errorf("%w: the archive has more than %d entries, the workspace's inode limit", ErrWorkspaceFull, maxEntries)
-		}
 		clean := &tar.Header{Name: name, Mode: h.Mode & 0o777, ModTime: h.ModTime, Uid: uid, Gid: gid, Format: tar.FormatGNU}
 		switch h.Typeflag {
 		case tar.TypeDir:
 			clean.Typeflag, clean.Name, clean.Mode = tar.TypeDir, name+"/", clean.Mode|0o700
 		case tar.TypeReg, tar.TypeRegA:
-			if total += h.Size; total > maxBytes {
-				return fmt.Errorf("%w: the archive's files total more than %s, the workspace's size", ErrWorkspaceFull, formatBytes(maxBytes))
-			}
 			clean.Typeflag, clean.Size, clean.Mode = tar.TypeReg, h.Size, clean.Mode|0o600
 			files[name] = true
 		case tar.TypeSymlink:
@@ -118,9 +123,15 @@ func entryName(name string) (string, error) {
 	if err := checkName(name); err != nil {
 		return "", err
 	}
+	if len(name) > 4096 {
+		return "", fmt.Errorf("is a name of %d bytes; at most 4096", len(name))
+	}
 	for _, part := range strings.Split(name, "/") {
 		if part == ".." {
 			return "", errors.New("contains \"..\"")
+		}
+		if len(part) > 255 {
+			return "", fmt.Errorf("has a component of %d bytes; at most 255", len(part))
 		}
 	}
 	return path.Clean(name), nil

@@ -168,18 +168,3 @@ func TestWorkspacePath(t *testing.T) {
 		}
 	}
 }
-
-func TestParseListing(t *testing.T) {
-	out := "12 81a4 1700000000\nfile\x00" + "4096 41ed 1700000001\nna\nme\x00" + "5 a1ff 1700000002\nlink\x00../x\ny\x00"
-	files, err := parseListing([]byte(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) != 3 || files[0].Type != "file" || files[0].Mode != "0644" || files[1].Name != "na\nme" || files[1].Type != "dir" ||
-		files[2].Type != "symlink" || files[2].Target != "../x\ny" {
-		t.Errorf("parsed %+v", files)
-	}
-	if _, err := parseListing([]byte("12 81a4 1700000000\nfile")); err == nil {
-		t.Error("a truncated listing parsed")
-	}
-}

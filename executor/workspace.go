@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/images"
 	"github.com/airlock-sandbox/airlock/internal/engine"
+	"github.com/airlock-sandbox/airlock/internal/initproto"
 )
 
 // A workspace is a labelled engine volume of the local driver, a tmpfs with
@@ -221,23 +222,32 @@ func (e *Executor) checkWorkspaceQuota(ctx context.Context, r workspaceRecord, c
 
 // startHolder starts the container that keeps the workspace's tmpfs mounted and
 // in which its file operations run: airlock/minimal, locked down like a
-// sandbox, sleeping. Its memory limit covers the workspace, since what the
-// file operations write is charged to it.
+// sandbox, with airlock's init holding it (PID 1, waiting) and its file agent
+// at hand. Its memory limit covers the workspace, since what the file
+// operations write is charged to it.
 func (e *Executor) startHolder(ctx context.Context, r workspaceRecord) error {
+	initVol, _, err := e.initVolume(ctx)
+	if err != nil {
+		return err
+	}
+	if initVol == "" {
+		return fmt.Errorf("%w: workspaces need airlock's init, whose file agent moves their files (Config.InitPath is EngineInit)", ErrInvalidSpec)
+	}
 	plan := containerPlan{
-		Name:      r.holder(),
-		Image:     images.Minimal.Ref,
-		Cmd:       []string{"/bin/sleep", "2147483647"},
-		Workdir:   "/workspace",
-		User:      r.Owner,
-		Memory:    r.Size + 64<<20,
-		NanoCPUs:  1e9,
-		Pids:      64,
-		TmpfsSize: 1 << 20,
-		Network:   "none",
-		Runtime:   "runc",
-		Workspace: r.volume(),
-		Labels:    map[string]string{LabelManaged: "true", LabelWorkspace: r.ID, labelRole: "holder"},
+		Name:       r.holder(),
+		Image:      images.Minimal.Ref,
+		InitVolume: initVol,
+		Cmd:        []string{initproto.HoldArg},
+		Workdir:    "/workspace",
+		User:       r.Owner,
+		Memory:     r.Size + 64<<20,
+		NanoCPUs:   1e9,
+		Pids:       64,
+		TmpfsSize:  1 << 20,
+		Network:    "none",
+		Runtime:    "runc",
+		Workspace:  r.volume(),
+		Labels:     map[string]string{LabelManaged: "true", LabelWorkspace: r.ID, labelRole: "holder"},
 	}
 	cid, err := e.create(ctx, plan)
 	if err != nil {

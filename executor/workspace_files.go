@@ -2,98 +2,39 @@ package executor
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
+
+	"github.com/airlock-sandbox/airlock/internal/engine"
+	"github.com/airlock-sandbox/airlock/internal/fileagent"
+	"github.com/airlock-sandbox/airlock/internal/initproto"
 )
 
-// Files move in and out of a workspace through its holder: airlock execs
-// busybox there, as the workspace's owner, with the path as an argument and the
-// data on stdin or stdout. The holder mounts nothing writable but this
-// workspace (its root is read-only, its /tmp a 1 MiB tmpfs), so whatever a run
-// planted in the workspace, an operation can reach neither the host nor another
-// workspace. Archives are checked on airlock's side before a byte reaches the
-// workspace (tarsafe.go), and every operation refuses a path that passes
-// through a symbolic link (docs/DESIGN.md, "Workspaces").
-
-// The exit codes of the holder's scripts.
-const (
-	exitSymlink   = 40 // a component of the path is a symbolic link
-	exitNoFile    = 41 // a component does not exist
-	exitWrongType = 42 // not a directory, or not a regular file, as the operation needs
-)
-
-// walkScript enters the directory $1 from /workspace, one component at a time:
-// none may be a symbolic link, and each must exist unless $2 is "create" (then
-// it is made). After each step the physical working directory must still be
-// inside /workspace, so that a run swapping a directory for a link while an
-// operation walks (the race of CVE-2018-15664) cannot lead it out: the
-// operation then acts in the directory it holds, never on a path. $3, when
-// set, is a name in that directory, which the operation checks itself.
-const walkScript = `set -f
-cd /workspace || exit 1
-c=
-IFS=/
-for part in $1; do
-  [ "$part" = . ] && continue
-  c="$c$part/"
-  if [ -L "$part" ]; then printf '%s' "$c" >&2; exit 40; fi
-  if [ ! -e "$part" ]; then
-    if [ "$2" = create ]; then mkdir -- "$part" || exit 1; else printf '%s' "$c" >&2; exit 41; fi
-  fi
-  if [ ! -d "$part" ]; then printf '%s' "$c" >&2; exit 42; fi
-  cd -P -- "$part" 2>/dev/null || { printf '%s' "$c" >&2; exit 41; }
-  case $(pwd -P) in /workspace|/workspace/*) ;; *) printf '%s' "$c" >&2; exit 40;; esac
-done
-unset IFS
-set +f
-n=$c$3
-`
-
-// The operations, each run after walkScript, in the directory it entered.
-const (
-	extractScript = `exec tar -x -o -f -`
-	// putFileScript extracts a one-file archive whose file is $3: a directory
-	// there is not replaced (tar would fail on it, unexplained).
-	putFileScript = `if [ -L "$3" ]; then printf '%s' "$n" >&2; exit 40; fi
-if [ -d "$3" ]; then printf '%s' "$n" >&2; exit 42; fi
-exec tar -x -o -f -`
-	fileScript = `if [ -L "$3" ]; then printf '%s' "$n" >&2; exit 40; fi
-[ -e "$3" ] || { printf '%s' "$n" >&2; exit 41; }
-[ -f "$3" ] || { printf '%s' "$n" >&2; exit 42; }
-exec tar -c -f - -- "$3"`
-	dirScript  = `exec tar -c -f - .`
-	listScript = `i=0
-for f in .* *; do
-  case $f in .|..) continue;; esac
-  [ -e "$f" ] || [ -L "$f" ] || continue
-  i=$((i+1))
-  if [ $i -gt $4 ]; then exit 0; fi
-  stat -c '%s %f %Y' -- "$f" || continue
-  printf '%s\0' "$f"
-  if [ -L "$f" ]; then printf '%s\0' "$(readlink -- "$f")"; fi
-done`
-	removeScript = `[ -e "$3" ] || [ -L "$3" ] || { printf '%s' "$n" >&2; exit 41; }
-exec rm -rf -- "$3"`
-	usageScript = `stat -f -c '%b %f %S %c %d' /workspace`
-)
+// Files move in and out of a workspace through its holder: airlock execs its
+// file agent there (airlock-init files ..., internal/fileagent), as the
+// workspace's owner, with the path as an argument and the data on stdin or
+// stdout. The agent opens every path from a descriptor of the workspace's root
+// down, never through a link, and checks what it opened on the descriptor, so
+// a run that swaps names at the same moment cannot lead it outside; uploads
+// are staged and committed whole or not at all. The holder mounts nothing
+// writable but this workspace. Archives are checked on airlock's side as they
+// stream (tarsafe.go) (docs/DESIGN.md, "Workspaces").
 
 // maxListing bounds the entries one listing returns.
 const maxListing = 10000
 
-// holderExec runs script in the holder of r with args ($1...), feeding stdin and
-// writing stdout. It maps the scripts' exit codes and a full workspace to errors.
-func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, script string, args []string, stdin io.Reader, stdout io.Writer) error {
+// holderExec runs the file agent's operation args in the holder of r, feeding
+// stdin and writing stdout. It maps the agent's exit codes to errors.
+func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, args []string, stdin io.Reader, stdout io.Writer) error {
 	u, err := e.workspaceUse(ctx, r.ID)
 	if err != nil {
 		return err
@@ -102,28 +43,64 @@ func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, script str
 		return fmt.Errorf("%w: %s must be deleted and created again", ErrWorkspaceLost, r.ID)
 	}
 	var stderr bytes.Buffer
-	cmd := append([]string{"/bin/sh", "-c", walkScript + script, "sh"}, args...)
+	cmd := append([]string{engine.InitPath, initproto.FilesArg}, args...)
 	code, err := e.eng.Exec(ctx, u.holder, r.Owner, cmd, stdin, stdout, &limitedWriter{w: &stderr, n: 4096})
 	if err != nil {
 		return e.engineErr("workspace file operation", err)
 	}
-	what := strings.TrimSuffix(stderr.String(), "/")
-	switch {
-	case code == 0:
+	what := stderr.String()
+	switch code {
+	case 0:
 		return nil
-	case code == exitSymlink:
+	case fileagent.ExitSymlink:
 		return fmt.Errorf("%w: %q is a symbolic link; airlock does not follow links in a workspace", ErrUnsafePath, what)
-	case code == exitNoFile:
+	case fileagent.ExitNoFile:
 		return fmt.Errorf("%w: %q", ErrFileNotFound, what)
-	case code == exitWrongType:
+	case fileagent.ExitWrongType:
 		return fmt.Errorf("%w: %q is not of the kind this operation needs (a directory, or a regular file)", ErrWrongType, what)
-	case strings.Contains(stderr.String(), "No space left") || strings.Contains(stderr.String(), "Disk quota"):
-		return fmt.Errorf("%w: %s holds %s and %d inodes at most", ErrWorkspaceFull, r.ID, formatBytes(r.Size), r.Inodes)
-	case strings.Contains(stderr.String(), "Is a directory") || strings.Contains(stderr.String(), "Not a directory"):
-		// An archive's file where the workspace has a directory, or the reverse.
-		return fmt.Errorf("%w: %s", ErrWrongType, strings.TrimPrefix(strings.TrimSpace(stderr.String()), "tar: "))
+	case fileagent.ExitFull:
+		return fmt.Errorf("%w: %s holds %s and %d inodes at most; nothing of the upload was written", ErrWorkspaceFull, r.ID, formatBytes(r.Size), r.Inodes)
+	case fileagent.ExitTooLarge:
+		return overLimit(what)
+	case fileagent.ExitCut:
+		return &SpecError{Field: "body", Reason: what}
+	case 126, 127:
+		// A holder made before the file agent existed has no init mounted.
+		return fmt.Errorf("%w: %s was made by an older airlock, whose holder has no file agent; its runs still work, but its files move only once it is deleted and created again",
+			ErrWorkspaceLost, r.ID)
 	}
-	return fmt.Errorf("workspace file operation failed (exit %d): %s", code, strings.TrimSpace(stderr.String()))
+	return fmt.Errorf("workspace file operation failed (exit %d): %s", code, strings.TrimSpace(what))
+}
+
+// overLimit is a read the agent refused because the files' apparent sizes
+// pass the bound it was given: a refused path to the caller.
+type overLimit string
+
+func (o overLimit) Error() string { return ErrUnsafePath.Error() + ": " + string(o) }
+func (o overLimit) Unwrap() error { return ErrUnsafePath }
+
+// upload runs the agent's operation args with the bytes produce writes as its
+// stdin, framed, and the end mark only when produce succeeds: the agent writes
+// nothing of an upload that produce (a check, a body read) cut short. The
+// bytes are streamed once, never spooled.
+func (e *Executor) upload(ctx context.Context, r workspaceRecord, args []string, produce func(w io.Writer) error) error {
+	pr, pw := io.Pipe()
+	produced := make(chan error, 1)
+	go func() {
+		fw := fileagent.NewFrameWriter(pw)
+		err := produce(fw)
+		if err == nil {
+			err = fw.End()
+		}
+		pw.CloseWithError(cmpErr(err, io.EOF))
+		produced <- err
+	}()
+	err := e.holderExec(ctx, r, args, pr, io.Discard)
+	pr.CloseWithError(errors.New("the workspace's agent has ended")) // a producer still writing stops
+	if perr := <-produced; perr != nil && !errors.Is(perr, io.ErrClosedPipe) && err != nil {
+		return perr // the check's or the body's own error says more than the agent's
+	}
+	return err
 }
 
 // limitedWriter keeps the first n bytes written and discards the rest.
@@ -180,11 +157,13 @@ func checkName(name string) error {
 }
 
 // PutArchive extracts a tar or tar.gz archive into dir of the caller's
-// workspace, creating dir. The archive is checked whole before any byte lands
-// (see checkArchive): an entry that is absolute, climbs with "..", links
-// outside, is a device or fifo, or passes the workspace's size or inode limit
-// refuses the whole archive with an error naming the entry. Setuid, setgid and
-// sticky bits are dropped, and the files are owned by the workspace's owner.
+// workspace, creating dir. The archive is checked as it streams (see
+// checkArchive), and the agent commits it only once it has arrived whole: an
+// entry that is absolute, climbs with "..", links outside, is a device or
+// fifo, or passes the workspace's size or inode limit refuses the whole
+// archive with an error naming the entry, and nothing of it is written.
+// Setuid, setgid and sticky bits are dropped, and the files are owned by the
+// workspace's owner.
 func (e *Executor) PutArchive(ctx context.Context, id, dir string, archive io.Reader, c Caller) error {
 	r, err := e.workspaceRecord(ctx, id, c)
 	if err != nil {
@@ -193,34 +172,16 @@ func (e *Executor) PutArchive(ctx context.Context, id, dir string, archive io.Re
 	if dir, err = workspacePath("path", dir); err != nil {
 		return err
 	}
-	return e.putArchive(ctx, r, dir, "", archive)
-}
-
-// putArchive checks archive and extracts it into dir (checked) of r's
-// workspace; file, when set, is the one file of a PutFile's archive.
-func (e *Executor) putArchive(ctx context.Context, r workspaceRecord, dir, file string, archive io.Reader) error {
-	spool, err := os.CreateTemp("", "airlock-upload-*.tar")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(spool.Name())
-	defer spool.Close()
 	uid, gid := r.owner()
-	if err := checkArchive(archive, spool, r.Size, r.Inodes, uid, gid); err != nil {
-		return err
-	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	script, args := extractScript, []string{dir, "create"}
-	if file != "" {
-		script, args = putFileScript, append(args, file)
-	}
-	return e.holderExec(ctx, r, script, args, bufio.NewReader(spool), io.Discard)
+	return e.upload(ctx, r, []string{"put", dir}, func(w io.Writer) error {
+		return checkArchive(archive, w, r.Size, r.Inodes, uid, gid)
+	})
 }
 
 // PutFile writes one file at p in the caller's workspace, creating its
-// directories, with mode's permission bits (0644 when 0).
+// directories, with mode's permission bits (0644 when 0). The file replaces
+// what was at p only once all of content has arrived; a directory at p is
+// ErrWrongType.
 func (e *Executor) PutFile(ctx context.Context, id, p string, mode fs.FileMode, content io.Reader, c Caller) error {
 	r, err := e.workspaceRecord(ctx, id, c)
 	if err != nil {
@@ -236,32 +197,18 @@ func (e *Executor) PutFile(ctx context.Context, id, p string, mode fs.FileMode, 
 	if mode == 0 {
 		mode = 0o644
 	}
-	// One code path for every upload: the file becomes a one-entry archive.
-	data, err := io.ReadAll(io.LimitReader(content, maxFileBody+1))
-	if err != nil {
-		return err
-	}
-	if len(data) > maxFileBody {
-		return fmt.Errorf("%w: a single upload is at most %s; send a tar archive for more", ErrWorkspaceFull, formatBytes(maxFileBody))
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	h := &tar.Header{Typeflag: tar.TypeReg, Name: path.Base(clean), Mode: int64(mode.Perm()), Size: int64(len(data)), ModTime: time.Now(), Format: tar.FormatGNU}
-	if err := tw.WriteHeader(h); err != nil {
-		return err
-	}
-	tw.Write(data)
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return e.putArchive(ctx, r, path.Dir(clean), path.Base(clean), &buf)
+	return e.upload(ctx, r, []string{"write", clean, strconv.FormatUint(uint64(mode.Perm()), 8)}, func(w io.Writer) error {
+		if _, err := io.Copy(w, content); err != nil {
+			return fmt.Errorf("read the upload: %w", err)
+		}
+		return nil
+	})
 }
 
-// maxFileBody bounds one PutFile: it is held in memory.
-const maxFileBody = 256 << 20
-
 // OpenFile opens the regular file at p in the caller's workspace for reading.
-// A path through a symbolic link, or one that is a link, is refused.
+// A path through a symbolic link, or one that is a link, is refused; so is a
+// file whose apparent size (a sparse file counts whole) is over the
+// workspace's size.
 func (e *Executor) OpenFile(ctx context.Context, id, p string, c Caller) (io.ReadCloser, FileInfo, error) {
 	r, err := e.workspaceRecord(ctx, id, c)
 	if err != nil {
@@ -271,15 +218,12 @@ func (e *Executor) OpenFile(ctx context.Context, id, p string, c Caller) (io.Rea
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	tr, done := e.holderStream(ctx, r, fileScript, path.Dir(clean), path.Base(clean))
+	out, done := e.holderStream(ctx, r, []string{"get", clean, strconv.FormatInt(r.Size, 10)})
+	tr := tar.NewReader(out)
 	h, err := tr.Next()
 	if err != nil {
 		done.close()
 		return nil, FileInfo{}, done.err(err)
-	}
-	if h.Typeflag != tar.TypeReg {
-		done.close()
-		return nil, FileInfo{}, fmt.Errorf("%w: %q is not a regular file", ErrWrongType, clean)
 	}
 	info := FileInfo{Name: path.Base(clean), Type: "file", Size: h.Size, Mode: fmt.Sprintf("%04o", h.Mode&0o777), ModTime: h.ModTime.UTC()}
 	return &streamReader{Reader: tr, done: done}, info, nil
@@ -287,7 +231,9 @@ func (e *Executor) OpenFile(ctx context.Context, id, p string, c Caller) (io.Rea
 
 // OpenArchive reads the directory dir of the caller's workspace as a tar
 // archive, names relative to dir. Links are archived as links, never followed;
-// fifos, sockets and devices a run made are left out; no setuid bit survives.
+// fifos, sockets and devices a run made are left out; no setuid bit survives;
+// the files' apparent sizes total at most the workspace's size, or nothing is
+// sent.
 func (e *Executor) OpenArchive(ctx context.Context, id, dir string, c Caller) (io.ReadCloser, error) {
 	r, err := e.workspaceRecord(ctx, id, c)
 	if err != nil {
@@ -297,74 +243,30 @@ func (e *Executor) OpenArchive(ctx context.Context, id, dir string, c Caller) (i
 	if err != nil {
 		return nil, err
 	}
-	tr, done := e.holderStream(ctx, r, dirScript, clean, "")
-	// The first header tells an archive from a refusal before the caller writes anything.
-	first, err := tr.Next()
-	if err != nil && err != io.EOF {
+	out, done := e.holderStream(ctx, r, []string{"archive", clean, strconv.FormatInt(r.Size, 10)})
+	// The first block tells an archive from a refusal before the caller
+	// writes anything: the agent refuses before it sends a byte.
+	first := make([]byte, 512)
+	if _, err := io.ReadFull(out, first); err != nil {
 		done.close()
 		return nil, done.err(err)
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(copyArchive(tr, first, pw))
-		done.close()
-	}()
-	return &streamReader{Reader: pr, done: done, pipe: pr}, nil
+	return &streamReader{Reader: io.MultiReader(bytes.NewReader(first), out), done: done}, nil
 }
 
-// copyArchive rewrites the holder's archive for a caller: only directories,
-// regular files, links; permission bits only; names without "./".
-func copyArchive(tr *tar.Reader, h *tar.Header, w io.Writer) error {
-	tw := tar.NewWriter(w)
-	for ; h != nil; h, _ = nextHeader(tr) {
-		name := strings.TrimPrefix(h.Name, "./")
-		if name == "" || name == "." {
-			continue
-		}
-		out := &tar.Header{Name: name, Mode: h.Mode & 0o777, ModTime: h.ModTime, Typeflag: h.Typeflag, Format: tar.FormatPAX}
-		switch h.Typeflag {
-		case tar.TypeDir:
-		case tar.TypeReg:
-			out.Size = h.Size
-		case tar.TypeSymlink:
-			out.Linkname = h.Linkname
-		case tar.TypeLink:
-			out.Linkname = strings.TrimPrefix(h.Linkname, "./")
-		default:
-			continue
-		}
-		if err := tw.WriteHeader(out); err != nil {
-			return err
-		}
-		if out.Size > 0 {
-			if _, err := io.Copy(tw, tr); err != nil {
-				return err
-			}
-		}
-	}
-	return tw.Close()
-}
-
-func nextHeader(tr *tar.Reader) (*tar.Header, error) {
-	h, err := tr.Next()
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// holderStream runs script on p in the holder, its stdout read as a tar stream.
-// done.err turns a read error into the script's own error once it has ended.
-func (e *Executor) holderStream(ctx context.Context, r workspaceRecord, script, dir, name string) (*tar.Reader, *execDone) {
+// holderStream runs the agent's operation args in the holder, its stdout read
+// from the reader it returns. done.err turns a read error into the
+// operation's own error once it has ended.
+func (e *Executor) holderStream(ctx context.Context, r workspaceRecord, args []string) (io.Reader, *execDone) {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	d := &execDone{ended: make(chan struct{}), cancel: cancel, pipe: pr}
 	go func() {
-		d.result = e.holderExec(ctx, r, script, []string{dir, "", name}, nil, pw)
+		d.result = e.holderExec(ctx, r, args, nil, pw)
 		pw.CloseWithError(cmpErr(d.result, io.EOF))
 		close(d.ended)
 	}()
-	return tar.NewReader(pr), d
+	return pr, d
 }
 
 func cmpErr(a, b error) error {
@@ -404,13 +306,9 @@ func (d *execDone) close() {
 type streamReader struct {
 	io.Reader
 	done *execDone
-	pipe *io.PipeReader
 }
 
 func (s *streamReader) Close() error {
-	if s.pipe != nil {
-		s.pipe.Close()
-	}
 	s.done.close()
 	return nil
 }
@@ -427,63 +325,18 @@ func (e *Executor) ListFiles(ctx context.Context, id, dir string, c Caller) (Fil
 		return FileList{}, err
 	}
 	var out bytes.Buffer
-	if err := e.holderExec(ctx, r, listScript, []string{clean, "", "", strconv.Itoa(maxListing + 1)}, nil, &out); err != nil {
+	if err := e.holderExec(ctx, r, []string{"list", clean, strconv.Itoa(maxListing + 1)}, nil, &out); err != nil {
 		return FileList{}, err
 	}
-	files, err := parseListing(out.Bytes())
-	if err != nil {
-		return FileList{}, err
+	files := []FileInfo{}
+	if err := json.Unmarshal(out.Bytes(), &files); err != nil {
+		return FileList{}, fmt.Errorf("workspace listing: %w", err)
 	}
 	list := FileList{Path: clean, Files: files}
 	if len(files) > maxListing {
 		list.Files, list.Truncated = files[:maxListing], true
 	}
 	return list, nil
-}
-
-// parseListing reads listScript's output: per entry, a line "size rawmode
-// mtime", the name and NUL, and for a link its target and NUL.
-func parseListing(b []byte) ([]FileInfo, error) {
-	files := []FileInfo{}
-	for len(b) > 0 {
-		line, rest, ok := bytes.Cut(b, []byte("\n"))
-		if !ok {
-			return nil, fmt.Errorf("workspace listing: truncated entry")
-		}
-		f := strings.Fields(string(line))
-		if len(f) != 3 {
-			return nil, fmt.Errorf("workspace listing: bad line %q", line)
-		}
-		size, err1 := strconv.ParseInt(f[0], 10, 64)
-		raw, err2 := strconv.ParseUint(f[1], 16, 32)
-		mtime, err3 := strconv.ParseInt(f[2], 10, 64)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, fmt.Errorf("workspace listing: bad line %q", line)
-		}
-		name, rest, ok := bytes.Cut(rest, []byte{0})
-		if !ok {
-			return nil, fmt.Errorf("workspace listing: truncated name")
-		}
-		fi := FileInfo{Name: string(name), Size: size, Mode: fmt.Sprintf("%04o", raw&0o7777), ModTime: time.Unix(mtime, 0).UTC()}
-		switch raw & 0o170000 {
-		case 0o100000:
-			fi.Type = "file"
-		case 0o040000:
-			fi.Type = "dir"
-		case 0o120000:
-			fi.Type = "symlink"
-			var target []byte
-			if target, rest, ok = bytes.Cut(rest, []byte{0}); !ok {
-				return nil, fmt.Errorf("workspace listing: truncated link target")
-			}
-			fi.Target = string(target)
-		default:
-			fi.Type = "other"
-		}
-		files = append(files, fi)
-		b = rest
-	}
-	return files, nil
 }
 
 // RemoveFile deletes the file or directory (with its contents) at p in the
@@ -500,19 +353,18 @@ func (e *Executor) RemoveFile(ctx context.Context, id, p string, c Caller) error
 	if clean == "." {
 		return &SpecError{Field: "path", Reason: "names the workspace's root; delete the workspace instead"}
 	}
-	// Every component but the last must be a real directory; the last may be a link.
-	return e.holderExec(ctx, r, removeScript, []string{path.Dir(clean), "", path.Base(clean)}, nil, io.Discard)
+	return e.holderExec(ctx, r, []string{"remove", clean}, nil, io.Discard)
 }
 
 // workspaceUsage reads the bytes and inodes the workspace's files take.
 func (e *Executor) workspaceUsage(ctx context.Context, r workspaceRecord) (used, inodes int64, err error) {
 	var out bytes.Buffer
-	if err := e.holderExec(ctx, r, usageScript, []string{"."}, nil, &out); err != nil {
+	if err := e.holderExec(ctx, r, []string{"usage"}, nil, &out); err != nil {
 		return 0, 0, err
 	}
-	var blocks, free, bsize, files, ffree int64
-	if _, err := fmt.Sscan(out.String(), &blocks, &free, &bsize, &files, &ffree); err != nil {
+	var u fileagent.Usage
+	if err := json.Unmarshal(out.Bytes(), &u); err != nil {
 		return 0, 0, fmt.Errorf("workspace usage: %q: %w", out.String(), err)
 	}
-	return (blocks - free) * bsize, files - ffree, nil
+	return u.Bytes, u.Inodes, nil
 }

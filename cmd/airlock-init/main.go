@@ -22,10 +22,19 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/internal/fileagent"
 	"github.com/airlock-sandbox/airlock/internal/initproto"
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case initproto.FilesArg: // the file agent, exec'd in a workspace's holder
+			os.Exit(fileagent.Main(fileagent.Root, os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case initproto.HoldArg: // PID 1 of a workspace's holder
+			hold()
+		}
+	}
 	// No process of the sandbox may open the init's descriptors or read its
 	// memory through /proc/1 (they run as the same user): a command could
 	// otherwise write a forged report into the init's stdout.
@@ -58,6 +67,20 @@ func main() {
 		}
 	}
 	os.Exit(rep.ExitCode)
+}
+
+// hold is PID 1 of a workspace's holder: it keeps the container, and so the
+// workspace's tmpfs, alive until the engine stops it. Every other signal is
+// ignored; nothing runs in a holder but the file agent.
+func hold() {
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs)
+	for s := range sigs {
+		if s == syscall.SIGTERM || s == syscall.SIGINT {
+			os.Exit(0)
+		}
+	}
 }
 
 // warm says whether the init runs in a sandbox started ahead of its run.

@@ -51,6 +51,14 @@ const ForceKill = 64
 // pool's): it has time to warm the kernel's caches before its request comes.
 const WarmArg = "--warm"
 
+// HoldArg is the init's argument as PID 1 of a workspace's holder, which only
+// keeps the workspace mounted; FilesArg, followed by an operation, runs the
+// file agent there (internal/fileagent), exec'd by airlock.
+const (
+	HoldArg  = "--hold"
+	FilesArg = "files"
+)
+
 // LingerAfterReport is how long a warm sandbox's init waits, after its
 // report, for the host's SIGTERM before it exits by itself: the host removes
 // used sandboxes when no run is in flight, and an init whose host died goes
