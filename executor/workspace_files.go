@@ -95,12 +95,30 @@ func (e *Executor) upload(ctx context.Context, r workspaceRecord, args []string,
 		pw.CloseWithError(cmpErr(err, io.EOF))
 		produced <- err
 	}()
-	err := e.holderExec(ctx, r, args, pr, io.Discard)
+	err := e.holderExec(ctx, r, args, endAtError{pr}, io.Discard)
 	pr.CloseWithError(errors.New("the workspace's agent has ended")) // a producer still writing stops
-	if perr := <-produced; perr != nil && !errors.Is(perr, io.ErrClosedPipe) && err != nil {
-		return perr // the check's or the body's own error says more than the agent's
+	perr := <-produced
+	var cut *SpecError
+	if perr != nil && (err == nil || errors.As(err, &cut) && cut.Field == "body") {
+		// The agent saw its stdin end without the end mark: the check's or
+		// the body's own error says why. Otherwise the agent refused first,
+		// and the producer's error is only that it could write no more.
+		return perr
 	}
 	return err
+}
+
+// endAtError ends a stream at its reader's first error: a producer that failed
+// has the agent's stdin end without the end mark, which the agent answers with
+// ExitCut, not the engine with a failed exec.
+type endAtError struct{ r io.Reader }
+
+func (e endAtError) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // limitedWriter keeps the first n bytes written and discards the rest.
