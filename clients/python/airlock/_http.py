@@ -36,9 +36,12 @@ class Response:
     """Response is a successful answer whose body is read within the call's
     deadline; close it when done (the helpers do)."""
 
-    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse,
+    def __init__(self, conn: http.client.HTTPConnection, sock: socket.socket, resp: http.client.HTTPResponse,
                  deadline: Optional[float], what: str):
         self._conn = conn
+        # The connection forgets its socket when the answer is read to the
+        # close (no length, not chunked); the answer still reads from it.
+        self._sock = sock
         self._resp = resp
         self.deadline = deadline
         self.what = what
@@ -54,9 +57,7 @@ class Response:
         t = left
         if idle is not None:
             t = idle if t is None else min(t, idle)
-        sock = self._conn.sock
-        if sock is not None:
-            sock.settimeout(t)
+        self._sock.settimeout(t)
 
     def read(self, n: int = -1) -> bytes:
         """read reads up to n bytes (all, when n < 0) within the deadline."""
@@ -192,7 +193,7 @@ class Transport:
         except BaseException:
             conn.close()
             raise
-        r = Response(conn, resp, deadline, what)
+        r = Response(conn, sock, resp, deadline, what)
         if resp.status < 300:
             return r
         try:

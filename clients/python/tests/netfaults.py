@@ -5,18 +5,26 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 
 class CuttableProxy:
     """CuttableProxy forwards every connection it accepts on a loopback port
-    to target; cut() closes every connection open now (new ones still work),
-    as a dropped network or a restarted load balancer would."""
+    (or, with unix_path, on that unix socket) to target, a (host, port) or a
+    unix socket's path; cut() closes every connection open now (new ones
+    still work), as a dropped network or a restarted load balancer would;
+    close() stops it taking new ones too."""
 
-    def __init__(self, target: Tuple[str, int]):
+    def __init__(self, target: Union[Tuple[str, int], str], unix_path: Optional[str] = None):
         self.target = target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        if unix_path:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(unix_path)
+            self.listener.listen(64)
+            self.url = "unix://" + unix_path
+        else:
+            self.listener = socket.create_server(("127.0.0.1", 0))
+            self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
         self.accepted = 0
         self._lock = threading.Lock()
         self._open: List[socket.socket] = []
@@ -30,7 +38,11 @@ class CuttableProxy:
             except OSError:
                 return
             try:
-                up = socket.create_connection(self.target, timeout=10)
+                if isinstance(self.target, str):
+                    up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    up.connect(self.target)
+                else:
+                    up = socket.create_connection(self.target, timeout=10)
                 up.settimeout(None)
             except OSError:
                 down.close()
@@ -51,11 +63,10 @@ class CuttableProxy:
                 dst.sendall(b)
         except OSError:
             pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        try:  # pass the half-close on: the other way may still carry bytes
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
     def cut(self) -> None:
         """cut drops every connection open now, both ways."""
@@ -69,6 +80,10 @@ class CuttableProxy:
             s.close()
 
     def close(self) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.listener.close()
         self.cut()
 
@@ -108,6 +123,10 @@ class StalledServer:
             pass
 
     def close(self) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.listener.close()
         for c in self._held:
             c.close()

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
@@ -45,9 +45,12 @@ def managed_containers() -> Set[str]:
 
 
 class Server:
-    """Server is one airlock serve process."""
+    """Server is one airlock serve process; args are flags added to the
+    tests' own, env variables added to its environment (AIRLOCK_* of the
+    caller's are left out: the tests say what the server gets)."""
 
-    def __init__(self) -> None:
+    def __init__(self, args: Sequence[str] = (), env: Optional[Dict[str, str]] = None,
+                 pool: str = "airlock/minimal=1") -> None:
         self.bin = os.environ.get("AIRLOCK_BIN") or os.path.join(REPO, "bin", "airlock")
         if not os.access(self.bin, os.X_OK):
             raise RuntimeError("%s is missing: run make build first (or set AIRLOCK_BIN)" % self.bin)
@@ -61,14 +64,14 @@ class Server:
         }
         with open(os.path.join(self.dir, "config.json"), "w") as f:
             json.dump(cfg, f)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")}
+        penv = {k: v for k, v in os.environ.items() if not k.startswith("AIRLOCK_")}
+        penv.update(env or {})
         self.log = open(os.path.join(self.dir, "server.log"), "wb")
         self.proc = subprocess.Popen(
             [self.bin, "serve", "--config", os.path.join(self.dir, "config.json"),
              "--listen", "127.0.0.1:%d" % self.port, "--data", os.path.join(self.dir, "data"),
-             "--pool", "airlock/minimal=1", "--kill-jobs-on-shutdown", "true", "--max-memory", "1g",
-             "--max-workspace-size", "64m"],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT)
+             "--pool", pool, "--kill-jobs-on-shutdown", "true", "--max-memory", "1g", *args],
+            env=penv, stdout=self.log, stderr=subprocess.STDOUT)
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -87,7 +90,8 @@ class Server:
         raise RuntimeError("airlock serve was not ready within 60 s:\n" + self.log_text())
 
     def log_text(self) -> str:
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(os.path.join(self.dir, "server.log"), "rb") as f:
             return f.read()[-8000:].decode("utf-8", "replace")
 
