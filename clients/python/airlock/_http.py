@@ -57,14 +57,17 @@ class Response:
         t = left
         if idle is not None:
             t = idle if t is None else min(t, idle)
-        self._sock.settimeout(t)
+        if self._sock.fileno() >= 0:
+            self._sock.settimeout(t)
 
     def read(self, n: int = -1) -> bytes:
         """read reads up to n bytes (all, when n < 0) within the deadline."""
         out = []
         want = n
         try:
-            while want != 0:
+            while want != 0 and not self._resp.isclosed():
+                # An answer read to its end closes its socket (for good, when
+                # the server said Connection: close): nothing more to arm.
                 self._arm()
                 b = self._resp.read(65536 if want < 0 else min(want, 65536))
                 if not b:
@@ -164,19 +167,25 @@ class Transport:
                 sock.settimeout(left)
 
             arm()
-            if body is None or isinstance(body, (bytes, bytearray)):
-                if body is None and method in ("POST", "PUT"):
-                    body = b""
-                conn.request(method, url, body=body, headers=headers)
-            else:
-                def paced(chunks: Iterable[bytes]) -> Iterator[bytes]:
-                    for c in chunks:
+            try:
+                if body is None or isinstance(body, (bytes, bytearray)):
+                    if body is None and method in ("POST", "PUT"):
+                        body = b""
+                    conn.request(method, url, body=body, headers=headers)
+                else:
+                    def paced(chunks: Iterable[bytes]) -> Iterator[bytes]:
+                        for c in chunks:
+                            arm()
+                            yield c
                         arm()
-                        yield c
-                    arm()
 
-                headers["Transfer-Encoding"] = "chunked"
-                conn.request(method, url, body=paced(body), headers=headers, encode_chunked=True)
+                    headers["Transfer-Encoding"] = "chunked"
+                    conn.request(method, url, body=paced(body), headers=headers, encode_chunked=True)
+            except (BrokenPipeError, ConnectionResetError):
+                # A server that refuses a body (too large, a bad archive) may
+                # answer and close before reading all of it: its answer says
+                # why. Read it if it came; otherwise the connection broke.
+                pass
             arm()
             resp = conn.getresponse()
         except AirlockError:
@@ -187,8 +196,6 @@ class Transport:
             raise Timeout("%s: the server did not answer within the deadline" % what) from None
         except (OSError, http.client.HTTPException) as e:
             conn.close()
-            # A server that refuses a streamed body may answer and close before
-            # reading all of it: its answer says why, and is what matters.
             raise ConnectionFailed("%s: the connection to %s broke: %s" % (what, self.netloc, e)) from None
         except BaseException:
             conn.close()
