@@ -135,8 +135,8 @@ class Server:
     def leftovers(self) -> List[str]:
         """leftovers are the containers of this server still on the engine
         (call it after stop): those of its runs, jobs and workspaces, and its
-        warm pool's. Other airlock processes may share the engine; theirs are
-        not counted."""
+        warm pool's, and its workspaces' volumes. Other airlock processes may
+        share the engine; theirs are not counted."""
         ids, workspaces, stores = self._ours()
         left = []
         for cid in managed_containers() - self.before:
@@ -148,6 +148,11 @@ class Server:
             if (labels.get("io.airlock.id") in ids or labels.get("io.airlock.workspace") in workspaces
                     or labels.get("io.airlock.store") in stores or labels.get("io.airlock.pool.store") in stores):
                 left.append("%s %s" % (cid[:12], labels))
+        out = subprocess.run(["docker", "volume", "ls", "-q", "--filter", "label=io.airlock.managed=true"],
+                             check=True, capture_output=True, text=True, timeout=60).stdout
+        for vol in out.split():
+            if vol.startswith("airlock-") and vol[len("airlock-"):] in workspaces:
+                left.append("volume " + vol)
         return left
 
     def cleanup(self) -> None:
