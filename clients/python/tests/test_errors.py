@@ -7,12 +7,13 @@ import os
 import shutil
 import tempfile
 import time
+import unittest
 from typing import Callable
 
 import airlock
 import airlock.client
 
-from . import server
+from . import pg, server
 from .base import ServerTest
 from .netfaults import CuttableProxy, StalledServer
 from .server import free_port
@@ -170,3 +171,34 @@ class DeadlineTest(ServerTest):
         self.assertIn("after 3 resumes", cm.exception.message)
         self.assertLess(time.monotonic() - t0, 5)
         self.assertEqual(len(s._held), 4, "the first try and three resumes")
+
+
+class QueueTimeoutTest(unittest.TestCase):
+    """In cluster mode a run that finds no node with room within its
+    queue_timeout is a QueueTimeout: a node of one slot, already taken."""
+
+    def test_queue_timeout(self) -> None:
+        if pg.bin_dir() is None:
+            self.skipTest("PostgreSQL's initdb and postgres are missing: run .ci/install-postgresql (make test does)")
+        db = pg.Postgres()
+        self.addCleanup(db.stop)
+        srv = server.Server(args=["--database", db.url, "--node-id", "py-node-1", "--node-slots", "1"],
+                            pool="airlock/minimal=0")
+        self.addCleanup(srv.cleanup)
+        self.addCleanup(srv.stop)
+        c = airlock.Client(srv.url, server.TOKENS["alpha"], timeout=30)
+        job = c.start("sleep 60")
+        try:
+            self.assertEqual(job.state, "running")
+            t0 = time.monotonic()
+            with self.assertRaises(airlock.QueueTimeout) as cm:
+                c.run("echo never", queue_timeout=1)
+            self.assertGreaterEqual(time.monotonic() - t0, 0.9, "it waited its queue_timeout first")
+            e = cm.exception
+            self.assertEqual((e.code, e.status), ("queue_timeout", 503))
+            self.assertTrue(e.message)
+        finally:
+            job.kill("SIGKILL", force_after=0)
+            job.wait(60)
+        srv.stop()
+        self.assertEqual(srv.leftovers(), [])
