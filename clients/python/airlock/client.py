@@ -10,10 +10,11 @@ import time
 import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ._http import Response, Transport, read_events
-from .errors import (AirlockError, CommandFailed, ConnectionFailed, NotFound, ProtocolError, SpecError,
-                     Timeout)
-from .types import (Chunk, Decision, KillResult, LogsEnd, LogsPage, Process, Result, from_json)
+from ._http import Transport, read_events
+from .errors import (AirlockError, CommandFailed, ConnectionFailed, ProtocolError, SpecError, Timeout,
+                     error_from)
+from .types import (Chunk, Decision, KillResult, LogsEnd, LogsPage, Process, Result, WorkspaceInfo, from_json)
+from .workspace import Workspace
 
 Size = Union[int, str, None]
 Command = Union[str, Sequence[str]]
@@ -46,9 +47,9 @@ SPEC_FIELDS: Dict[str, str] = {
 }
 
 # Request fields the client sends only when given, for servers that have them:
-# egress (SPEC §16) is not in the API yet; a server without it refuses the
-# field (SpecError naming "egress"). The contract test checks their type when
-# the server's document has them.
+# egress (the hosts a run may reach) is not in the API yet; a server without it
+# refuses the field (SpecError naming "egress"). The contract test checks their
+# type when the server's document has them.
 PLANNED_SPEC_FIELDS: Dict[str, str] = {"egress": "array"}
 
 # Every route the client calls: (method, OpenAPI path). The contract test checks each.
@@ -279,11 +280,10 @@ class Client:
     # --- workspaces ---
 
     def workspace(self, size: Size = None, *, inodes: Optional[int] = None, ttl: Optional[float] = None,
-                  labels: Optional[Dict[str, str]] = None, keep: bool = False) -> "Workspace":
+                  labels: Optional[Dict[str, str]] = None, keep: bool = False) -> Workspace:
         """workspace creates a workspace: files kept across runs, mounted at
         /workspace by run(workspace=ws) and start(workspace=ws). As a context
         manager it is deleted when the block ends, unless keep=True."""
-        from .workspace import Workspace
         body: Dict[str, Any] = {}
         if size is not None:
             body["size"] = parse_size(size, "size")
@@ -293,23 +293,19 @@ class Client:
             body["ttl"] = ttl
         if labels:
             body["labels"] = labels
-        from .types import WorkspaceInfo
         info = from_json(WorkspaceInfo, self._call("POST", "/v1/workspaces", body))
         return Workspace(self, info, keep=keep)
 
-    def open_workspace(self, id: str, *, keep: bool = True) -> "Workspace":
+    def open_workspace(self, id: str, *, keep: bool = True) -> Workspace:
         """open_workspace is the Workspace of an existing id; as a context
         manager it is kept unless keep=False."""
-        from .workspace import Workspace
         ws = Workspace(self, None, keep=keep, id=id)
         ws.refresh()
         return ws
 
-    def workspaces(self) -> List["Workspace"]:
+    def workspaces(self) -> List[Workspace]:
         """workspaces lists the tenant's workspaces, oldest first (kept when
         used as context managers)."""
-        from .types import WorkspaceInfo
-        from .workspace import Workspace
         d = self._call("GET", "/v1/workspaces") or {}
         return [Workspace(self, from_json(WorkspaceInfo, w), keep=True) for w in d.get("workspaces") or []]
 
@@ -487,7 +483,6 @@ class Job:
 
 
 def _error_event(data: bytes) -> AirlockError:
-    from .errors import error_from
     try:
         e = json.loads(data)["error"]
         return error_from(0, str(e["code"]), str(e["message"]), e.get("field") or None)

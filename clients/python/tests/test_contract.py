@@ -10,7 +10,7 @@ import datetime
 import json
 import typing
 import urllib.request
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import airlock
 from airlock import client, types
