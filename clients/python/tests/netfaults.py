@@ -90,8 +90,9 @@ class CuttableProxy:
 
 class StalledServer:
     """StalledServer accepts connections on a loopback port and never
-    answers: with answer_headers, it sends the headers of a 200 answer and
-    then nothing more."""
+    answers; with answer_headers, it reads the request's headers, sends those
+    bytes (a status line, headers, perhaps some body) and then nothing more,
+    holding the connection open."""
 
     def __init__(self, answer_headers: Optional[bytes] = None):
         self.listener = socket.create_server(("127.0.0.1", 0))

@@ -167,6 +167,20 @@ class DeadlineTest(ServerTest):
         c = airlock.Client(s.url, "t", timeout=1)
         self.assertTimesOut(lambda: c.check("true"), 1)
 
+    def test_answers_that_are_not_the_api(self) -> None:
+        s = self.stalled(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\nnot json")
+        c = airlock.Client(s.url, "t", timeout=5)
+        with self.assertRaises(airlock.ProtocolError) as cm:
+            c.check("true")
+        self.assertEqual(cm.exception.code, "protocol")
+        # A proxy's error page in front of the server: its status decides the class.
+        s = self.stalled(b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: 12\r\n\r\n<h1>502</h1>")
+        c = airlock.Client(s.url, "t", timeout=5)
+        with self.assertRaises(airlock.ServerError) as cm:
+            c.check("true")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("http_502", 502))
+        self.assertIn("<h1>502</h1>", cm.exception.message)
+
     def test_silent_follow_resumes_then_fails(self) -> None:
         # Event-stream headers, then silence: no keep-alive, the connection is
         # taken for dead and resumed, a few times, then given up.

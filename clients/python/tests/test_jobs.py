@@ -83,10 +83,15 @@ class JobTest(ServerTest):
         self.addCleanup(self._kill_quietly, job)
         chunks = []
         cuts = 0
+        stdout = b""
         for ch in job.logs(timeout=120):
             chunks.append(ch)
-            if len(chunks) in (5, 40) :
-                proxy.cut()  # mid-stream, twice
+            if ch.stream == "stdout":
+                stdout += ch.data
+            # Mid-stream, twice: after the first chunk, and at line 40 of 80
+            # (two seconds of output still to come).
+            if cuts == 0 or (cuts == 1 and b"line 40\n" in stdout):
+                proxy.cut()
                 cuts += 1
         self.assertEqual(cuts, 2)
         self.assertGreaterEqual(proxy.accepted, 3, "the follow reconnected after each cut")
