@@ -131,3 +131,29 @@ class StalledServer:
         self.listener.close()
         for c in self._held:
             c.close()
+
+
+class FullBacklog:
+    """FullBacklog is a port whose listener never accepts and whose queue of
+    connections is full: the kernel drops the next one's SYN, so connecting
+    hangs, as to a host that has gone away."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self._fill: List[socket.socket] = []
+        for _ in range(3):
+            s = socket.socket()
+            s.setblocking(False)
+            try:
+                s.connect(self.listener.getsockname())
+            except BlockingIOError:
+                pass
+            self._fill.append(s)
+
+    def close(self) -> None:
+        for s in self._fill:
+            s.close()
+        self.listener.close()

@@ -17,7 +17,7 @@ import airlock.client
 
 from . import pg, server
 from .base import ServerTest
-from .netfaults import CuttableProxy, StalledServer
+from .netfaults import CuttableProxy, FullBacklog, StalledServer
 from .server import free_port
 
 
@@ -161,6 +161,13 @@ class DeadlineTest(ServerTest):
         self.assertTimesOut(lambda: c.workspace(), 1)
         self.assertTimesOut(lambda: airlock.Job(c, "x").wait(timeout=1), 1)
         self.assertTimesOut(lambda: list(airlock.Job(c, "x").logs(timeout=1.5)), 1.5)
+
+    def test_connect_deadline(self) -> None:
+        fb = FullBacklog()
+        self.addCleanup(fb.close)
+        c = airlock.Client(fb.url, "t", timeout=30, connect_timeout=1)
+        self.assertTimesOut(lambda: c.check("true"), 1)
+        self.assertTimesOut(lambda: list(airlock.Job(c, "x").logs(timeout=2)), 2)
 
     def test_body_that_never_comes(self) -> None:
         s = self.stalled(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
