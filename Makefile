@@ -27,7 +27,7 @@ LISTEN  ?= 127.0.0.1:8080
 BUSYBOX      ?= /bin/busybox
 SERVER_IMAGE ?= airlock/server:local
 
-.PHONY: help build images probe test hostile runsc bench run demo lint tidy server-image compose-up
+.PHONY: help build images probe test test-python hostile runsc bench run demo lint tidy server-image compose-up
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -67,11 +67,15 @@ test: images ## vet, then unit and integration tests against the real engine, un
 	# The tests of runs, jobs and the hostile battery again, with no warm pool:
 	# the pool on and off give the same answers.
 	AIRLOCK_TEST_POOL=off $(GO) test -race -count=1 -timeout 30m -run '$(POOL_OFF_TESTS)' ./integration/
+	$(MAKE) --no-print-directory test-python
 	@left=$$(docker ps -aq --filter label=io.airlock.managed=true); \
 	if [ -n "$$left" ]; then echo "leaked containers: $$left"; exit 1; fi; \
 	vols=$$(docker volume ls -q --filter label=io.airlock.managed=true); \
 	if [ -n "$$vols" ]; then echo "leaked volumes: $$vols"; exit 1; fi; \
 	echo "no airlock container left on the engine"
+
+test-python: images ## the Python client's tests (clients/python, python3 and its standard library) against a real airlock serve they start
+	cd clients/python && AIRLOCK_BIN=$(CURDIR)/$(BIN) python3 -m tests
 
 bench: images ## policy check speed; run latency and throughput against docker run --rm and the bare API; the warm pool; workspaces
 	$(GO) test -run '^$$' -bench . -benchmem ./policy/

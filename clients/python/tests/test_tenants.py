@@ -1,0 +1,46 @@
+"""Two tenants on one server see nothing of each other's."""
+
+from __future__ import annotations
+
+import uuid
+
+import airlock
+
+from .base import ServerTest
+
+
+class TenantTest(ServerTest):
+    def test_jobs_and_workspaces_are_the_tenants_own(self) -> None:
+        a, b = self.client("alpha"), self.client("beta")
+        tag = uuid.uuid4().hex[:8]
+        job = a.start("echo secret; sleep 30", labels={"t": tag})
+        try:
+            self.assertEqual([j.id for j in a.list(labels={"t": tag})], [job.id])
+            self.assertEqual(b.list(labels={"t": tag}), [])
+            self.assertNotIn(job.id, [j.id for j in b.list()])
+            other = airlock.Job(b, job.id)
+            for call in (other.refresh, lambda: other.wait(1), other.kill, lambda: list(other.logs(timeout=5)),
+                         lambda: list(other.logs(follow=False)), other.remove):
+                with self.assertRaises(airlock.NotFound) as cm:
+                    call()
+                self.assertEqual(cm.exception.code, "not_found")
+            self.assertEqual(job.refresh().state, "running", "beta's kill did not reach it")
+        finally:
+            job.kill("SIGKILL", force_after=0)
+            job.wait(30)
+
+        with a.workspace(size="1m") as ws:
+            ws.put("secret.txt", "alpha's\n")
+            self.assertNotIn(ws.id, [w.id for w in b.workspaces()])
+            theirs = airlock.Workspace(b, None, id=ws.id, keep=True)
+            for call in (theirs.refresh, lambda: theirs.read("secret.txt"), theirs.ls,
+                         lambda: theirs.put("x", "y"), lambda: theirs.rm("secret.txt"), theirs.delete):
+                with self.assertRaises(airlock.NotFound) as cm:
+                    call()
+                self.assertEqual(cm.exception.code, "workspace_not_found")
+            # A run naming it is an invalid request, as for an unknown id.
+            with self.assertRaises(airlock.SpecError) as cm:
+                b.run("cat secret.txt", workspace=ws.id)
+            self.assertEqual(cm.exception.field, "workspace")
+            self.assertIn("no such workspace", cm.exception.message)
+            self.assertEqual(ws.read("secret.txt"), b"alpha's\n")
