@@ -2,6 +2,7 @@ package executor
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -87,10 +88,16 @@ func (e *Executor) upload(ctx context.Context, r workspaceRecord, args []string,
 	pr, pw := io.Pipe()
 	produced := make(chan error, 1)
 	go func() {
-		fw := fileagent.NewFrameWriter(pw)
+		// Buffered: the engine's copy to the exec's stdin writes what each
+		// read of the pipe gives, and a frame's header alone is 4 bytes.
+		bw := bufio.NewWriterSize(pw, 256<<10)
+		fw := fileagent.NewFrameWriter(bw)
 		err := produce(fw)
 		if err == nil {
 			err = fw.End()
+		}
+		if err == nil {
+			err = bw.Flush()
 		}
 		pw.CloseWithError(cmpErr(err, io.EOF))
 		produced <- err

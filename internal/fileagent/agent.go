@@ -58,8 +58,8 @@ func fail(code int, format string, args ...any) error {
 //
 // LIMIT, FILES and BYTES bound what a read may send, by apparent sizes.
 func Main(root string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	out := bufio.NewWriterSize(stdout, 64<<10)
-	err := run(root, args, stdin, out)
+	out := bufio.NewWriterSize(stdout, 256<<10)
+	err := run(root, args, bufio.NewReaderSize(stdin, 256<<10), out)
 	if ferr := out.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}
