@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -178,6 +179,74 @@ func TestCLICopyBackLinkChains(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("stderr:\n%s", stderr)
+	}
+}
+
+// A copy-back or download writes no more to the host than the workspace could
+// hold, whatever size a sparse file claims; zeros land as holes.
+func TestCLICopyBackBounded(t *testing.T) {
+	for _, tc := range []struct{ path, script string }{
+		{"big", "truncate -s 2G big"},
+		{"out", "mkdir out && echo x > out/a && truncate -s 2G out/big"},
+	} {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"a.txt": "a"})
+		_, stderr, code := airlock(t, "", "run", "--workspace-from", dir, "--workspace-size", "16m", "--copy-back", tc.path, "--", tc.script)
+		if code != 125 || !strings.Contains(stderr, "the workspace's size of 16MiB") {
+			t.Errorf("--copy-back %s of a 2 GiB sparse file: exit %d, want 125 and the limit named: %s", tc.path, code, stderr)
+		}
+		big := filepath.Join(dir, tc.path)
+		if tc.path == "out" {
+			big = filepath.Join(dir, "out", "big")
+		}
+		assertAtMost(t, big, 16<<20)
+	}
+
+	dir := t.TempDir()
+	_, stderr, code := airlock(t, "", "run", "--workspace-from", dir, "--workspace-size", "16m", "--copy-back", "half",
+		"--", "truncate -s 8M half && printf x >> half")
+	if code != 0 {
+		t.Fatalf("a sparse file within the size: exit %d: %s", code, stderr)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "half"))
+	if err != nil || fi.Size() != 8<<20+1 {
+		t.Fatalf("half: %v %v, want 8 MiB and a byte", fi, err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Blocks*512 > 1<<20 {
+		t.Errorf("half takes %d bytes on the host's disk, want its zeros as holes", st.Blocks*512)
+	}
+
+	id, stderr, code := airlock(t, "", "workspace", "create", "--size", "16m")
+	id = strings.TrimSpace(id)
+	if code != 0 {
+		t.Fatalf("create: %s", stderr)
+	}
+	defer airlock(t, "", "workspace", "rm", id)
+	if _, stderr, code := airlock(t, "", "run", "--workspace", id, "--", "mkdir d && truncate -s 2G d/big big"); code != 0 {
+		t.Fatalf("run: %s", stderr)
+	}
+	for _, p := range []string{"big", "d"} {
+		local := filepath.Join(t.TempDir(), "got")
+		_, stderr, code := airlock(t, "", "workspace", "get", id, p, local)
+		if code == 0 || !strings.Contains(stderr, "the workspace's size of 16MiB") {
+			t.Errorf("get %s: exit %d, want a failure naming the limit: %s", p, code, stderr)
+		}
+		if p == "d" {
+			local = filepath.Join(local, "big")
+		}
+		assertAtMost(t, local, 16<<20)
+	}
+}
+
+// assertAtMost fails unless the host file p is absent or holds at most n bytes.
+func assertAtMost(t *testing.T, p string, n int64) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		return
+	}
+	if st := fi.Sys().(*syscall.Stat_t); fi.Size() > n || st.Blocks*512 > n {
+		t.Errorf("%s: %d bytes, %d on disk, more than %d", p, fi.Size(), st.Blocks*512, n)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -84,9 +85,10 @@ func packDir(dir string, warn io.Writer) io.ReadCloser {
 }
 
 // unpackArchive extracts a tar archive (as a workspace gives it) under prefix
-// in the host directory root, and names on warn every link it leaves out.
-func unpackArchive(root *os.Root, prefix string, r io.Reader, warn io.Writer) error {
-	t := newHostTree(root, warn)
+// in the host directory root, writing at most limit bytes of file contents
+// (the workspace's size), and names on warn every link it leaves out.
+func unpackArchive(root *os.Root, prefix string, r io.Reader, limit int64, warn io.Writer) error {
+	t := newHostTree(root, limit, warn)
 	err := t.unpack(prefix, r)
 	return errors.Join(err, t.finish())
 }
@@ -110,12 +112,15 @@ func unpackArchive(root *os.Root, prefix string, r io.Reader, warn io.Writer) er
 //     and then writes those that stay inside. Leaving a link out cannot move
 //     another: a link whose walk passes through one left out goes where that
 //     one went, so it is left out too.
+//   - Each archive or file writes at most limit bytes of contents; runs of
+//     zero blocks are seeked over, so the holes of a sparse file stay holes.
 //
 // A hostTree serves one command: every copy-back of a run goes through one, so
 // that a later copy-back cannot change where an earlier one's links lead.
 type hostTree struct {
-	root *os.Root
-	warn io.Writer
+	root  *os.Root
+	limit int64
+	warn  io.Writer
 	// links are the symbolic links to write at finish, in the order they
 	// came; pending maps a name to its entry in links.
 	links   []hostLink
@@ -127,13 +132,14 @@ type hostLink struct {
 	dropped      bool // a later entry took its name, or a place under it
 }
 
-func newHostTree(root *os.Root, warn io.Writer) *hostTree {
-	return &hostTree{root: root, warn: warn, pending: map[string]int{}}
+func newHostTree(root *os.Root, limit int64, warn io.Writer) *hostTree {
+	return &hostTree{root: root, limit: limit, warn: warn, pending: map[string]int{}}
 }
 
 // unpack extracts a tar archive under prefix, links kept for finish.
 func (t *hostTree) unpack(prefix string, r io.Reader) error {
 	tr := tar.NewReader(r)
+	var total int64
 	files := map[string]bool{} // regular files this archive wrote, for its hard links
 	for {
 		h, err := tr.Next()
@@ -159,6 +165,10 @@ func (t *hostTree) unpack(prefix string, r io.Reader) error {
 			}
 			err = t.mkdirs(name, mode|0o700)
 		case tar.TypeReg:
+			if h.Size > t.limit-total {
+				return fmt.Errorf("archive entry %q (%s): the files would total %w", h.Name, humanBytes(h.Size), t.overLimit())
+			}
+			total += h.Size
 			err = t.writeFile(name, mode, h.Size, tr)
 			files[name] = err == nil
 		case tar.TypeSymlink:
@@ -178,7 +188,17 @@ func (t *hostTree) unpack(prefix string, r io.Reader) error {
 
 // file writes one file of size bytes, read from r, at name.
 func (t *hostTree) file(name string, mode fs.FileMode, size int64, r io.Reader) error {
+	if size > t.limit {
+		return fmt.Errorf("%s is %s, %w", name, humanBytes(size), t.overLimit())
+	}
 	return t.writeFile(name, mode, size, r)
+}
+
+func (t *hostTree) overLimit() error { return errOverSize(t.limit) }
+
+// errOverSize says why a copy stopped: the workspace could not have held more.
+func errOverSize(size int64) error {
+	return fmt.Errorf("more than the workspace's size of %s, the most a copy-back or download writes to the host", humanBytes(size))
 }
 
 // place makes ready for an entry at name: the directories above it real
@@ -254,7 +274,7 @@ func (t *hostTree) writeFile(name string, mode fs.FileMode, size int64, r io.Rea
 	if err != nil {
 		return err
 	}
-	if _, err := io.CopyN(f, r, size); err != nil {
+	if err := writeSparse(f, r, size); err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -422,6 +442,38 @@ func resolveLink(dir, target string, lookup func(name string) (target string, is
 		return ".", nil
 	}
 	return strings.Join(at, "/"), nil
+}
+
+// writeSparse writes the size bytes of r to f, a new empty file, seeking over
+// every whole block of zeros instead of writing it: a sparse file's holes stay
+// holes, and a run of zeros costs the host no disk.
+func writeSparse(f *os.File, r io.Reader, size int64) error {
+	const block = 4 << 10
+	buf := make([]byte, 256<<10)
+	var zero [block]byte
+	isZero := func(b []byte) bool { return len(b) == block && bytes.Equal(b, zero[:]) }
+	for off := int64(0); off < size; {
+		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-off)])
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; {
+			start := i
+			for i < n && !isZero(buf[i:min(i+block, n)]) {
+				i = min(i+block, n)
+			}
+			if start < i {
+				if _, err := f.WriteAt(buf[start:i], off+int64(start)); err != nil {
+					return err
+				}
+			}
+			for i < n && isZero(buf[i:min(i+block, n)]) {
+				i += block
+			}
+		}
+		off += int64(n)
+	}
+	return f.Truncate(size) // the length, when the file ends in a hole
 }
 
 // hostPath checks a relative path that names a place under a host directory.

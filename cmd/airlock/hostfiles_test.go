@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -71,6 +72,7 @@ type entry struct {
 	name, link string
 	kind       byte
 	data       string
+	size       int64 // when data is not given
 }
 
 func archive(t *testing.T, entries ...entry) io.Reader {
@@ -85,6 +87,9 @@ func archive(t *testing.T, entries ...entry) io.Reader {
 			h.Mode = 0o755
 		case tar.TypeReg:
 			h.Size, body = int64(len(e.data)), strings.NewReader(e.data)
+			if e.data == "" {
+				h.Size, body = e.size, io.LimitReader(zeros{}, e.size)
+			}
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
@@ -100,6 +105,10 @@ func archive(t *testing.T, entries ...entry) io.Reader {
 	}
 	return &buf
 }
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 func openRoot(t *testing.T, dir string) *os.Root {
 	t.Helper()
@@ -141,7 +150,7 @@ func TestUnpackArchiveLinks(t *testing.T) {
 		entry{name: "swap", kind: tar.TypeSymlink, link: "ok"},
 		entry{name: "swap", kind: tar.TypeSymlink, link: "s2"},
 		entry{name: "tos", kind: tar.TypeSymlink, link: "swap"},
-	), &warn)
+	), 1<<20, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +197,7 @@ func TestUnpackArchiveWritesThroughNoLink(t *testing.T) {
 		entry{name: "lf", kind: tar.TypeReg, data: "new"},
 		entry{name: "hard", kind: tar.TypeReg, data: "new"},
 		entry{name: "h2", kind: tar.TypeLink, link: "lf"},
-	), &warn)
+	), 1<<20, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +210,94 @@ func TestUnpackArchiveWritesThroughNoLink(t *testing.T) {
 		t.Errorf("d is not a directory: %v", err)
 	}
 	// A hard link to what is not a file of the archive (a link the host held).
-	err = unpackArchive(openRoot(t, dir), ".", archive(t, entry{name: "h3", kind: tar.TypeLink, link: "real"}), &warn)
+	err = unpackArchive(openRoot(t, dir), ".", archive(t, entry{name: "h3", kind: tar.TypeLink, link: "real"}), 1<<20, &warn)
 	if err == nil || !strings.Contains(err.Error(), "hard link") {
 		t.Errorf("a hard link to a directory of the host: %v", err)
+	}
+}
+
+// An archive whose files total more than the limit stops at the entry that
+// passes it, naming the limit, having written no more than the limit.
+func TestUnpackArchiveBound(t *testing.T) {
+	dir := t.TempDir()
+	err := unpackArchive(openRoot(t, dir), ".", archive(t,
+		entry{name: "a", kind: tar.TypeReg, data: strings.Repeat("x", 600<<10)},
+		entry{name: "b", kind: tar.TypeReg, data: strings.Repeat("y", 300<<10)},
+		entry{name: "c", kind: tar.TypeReg, data: strings.Repeat("z", 200<<10)},
+		entry{name: "d", kind: tar.TypeReg, data: "d"},
+	), 1<<20, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `"c"`) || !strings.Contains(err.Error(), "the workspace's size of 1MiB") {
+		t.Fatalf("err %v, want entry c refused, naming 1MiB", err)
+	}
+	var total int64
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+		return nil
+	})
+	if total > 1<<20 {
+		t.Errorf("wrote %d bytes, more than the limit", total)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c")); err == nil {
+		t.Errorf("c, past the limit, was written")
+	}
+}
+
+// Zeros land as holes; data lands as data.
+func TestWriteSparse(t *testing.T) {
+	dir := t.TempDir()
+	root := openRoot(t, dir)
+	tree := newHostTree(root, 64<<20, io.Discard)
+	data := make([]byte, 32<<20+100)
+	copy(data[5<<20:], "in the middle")
+	copy(data[len(data)-3:], "end")
+	if err := tree.file("f", 0o644, int64(len(data)), bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "f"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, %v: not what was written", len(got), err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, "f"))
+	if used := fi.Sys().(*syscall.Stat_t).Blocks * 512; used > 1<<20 {
+		t.Errorf("32 MiB of zeros take %d bytes on disk", used)
+	}
+	if err := tree.file("g", 0o644, int64(len(data))+1, bytes.NewReader(data)); err == nil {
+		t.Errorf("a short stream was taken as whole")
+	}
+}
+
+// BenchmarkWriteSparse writes 64 MiB of data (the worst case: every block is
+// looked at and written) and 64 MiB of zeros, against a plain copy.
+func BenchmarkWriteSparse(b *testing.B) {
+	data := make([]byte, 64<<20)
+	for i := range data {
+		data[i] = byte(i*7 + 1)
+	}
+	for _, bc := range []struct {
+		name   string
+		data   []byte
+		sparse bool
+	}{{"data/sparse", data, true}, {"data/copy", data, false}, {"zeros/sparse", make([]byte, 64<<20), true}, {"zeros/copy", make([]byte, 64<<20), false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.data)))
+			p := filepath.Join(b.TempDir(), "f")
+			for b.Loop() {
+				f, err := os.Create(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if bc.sparse {
+					err = writeSparse(f, bytes.NewReader(bc.data), int64(len(bc.data)))
+				} else {
+					_, err = io.Copy(f, bytes.NewReader(bc.data))
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
 	}
 }

@@ -50,7 +50,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		f.spec.Workspace = w.ID
 		// One tree for every --copy-back: their links are judged together,
 		// so a later copy-back cannot move where an earlier one's links lead.
-		tree = newHostTree(root, stderr)
+		tree = newHostTree(root, w.Size, stderr)
 	}
 
 	live, liveErr := stdout, stderr

@@ -182,9 +182,13 @@ func putLocal(ctx context.Context, b backend, id, src, dst string, warn io.Write
 
 // getToLocal downloads the file or directory p of the workspace to the host
 // path local ("-": a file to stdout). A directory lands inside local, and
-// nothing of it outside local.
+// nothing of it outside local; no more than the workspace's size is written.
 func getToLocal(ctx context.Context, b backend, id, p, local string, stdout, warn io.Writer) error {
-	rc, _, err := b.OpenFile(ctx, id, p)
+	w, err := b.Workspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	rc, info, err := b.OpenFile(ctx, id, p)
 	if errors.Is(err, executor.ErrWrongType) {
 		if err := os.MkdirAll(local, 0o755); err != nil {
 			return err
@@ -199,21 +203,24 @@ func getToLocal(ctx context.Context, b backend, id, p, local string, stdout, war
 			return err
 		}
 		defer arch.Close()
-		return unpackArchive(root, ".", arch, warn)
+		return unpackArchive(root, ".", arch, w.Size, warn)
 	}
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
+	if info.Size > w.Size {
+		return fmt.Errorf("%s is %s, %w", p, humanBytes(info.Size), errOverSize(w.Size))
+	}
 	if local == "-" {
-		_, err := io.Copy(stdout, rc)
+		_, err := io.CopyN(stdout, rc, info.Size)
 		return err
 	}
 	f, err := os.Create(local)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, rc); err != nil {
+	if err := writeSparse(f, rc, info.Size); err != nil {
 		f.Close()
 		return err
 	}
