@@ -29,24 +29,28 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	defer b.Close()
 
-	var root *os.Root
+	var tree *hostTree
 	if f.workspaceFrom != "" {
-		if root, err = os.OpenRoot(f.workspaceFrom); err != nil {
+		root, err := os.OpenRoot(f.workspaceFrom)
+		if err != nil {
 			return 0, fmt.Errorf("--workspace-from: %w", err)
 		}
 		defer root.Close()
-		id, err := workspaceFrom(ctx, b, f.workspaceFrom, f.workspaceSize, stderr)
-		if id != "" {
+		w, err := workspaceFrom(ctx, b, f.workspaceFrom, f.workspaceSize, stderr)
+		if w.ID != "" {
 			defer func() {
-				if err := b.RemoveWorkspace(context.WithoutCancel(ctx), id); err != nil {
-					fmt.Fprintf(stderr, "airlock: remove workspace %s: %v\n", id, err)
+				if err := b.RemoveWorkspace(context.WithoutCancel(ctx), w.ID); err != nil {
+					fmt.Fprintf(stderr, "airlock: remove workspace %s: %v\n", w.ID, err)
 				}
 			}()
 		}
 		if err != nil {
 			return 0, err
 		}
-		f.spec.Workspace = id
+		f.spec.Workspace = w.ID
+		// One tree for every --copy-back: their links are judged together,
+		// so a later copy-back cannot move where an earlier one's links lead.
+		tree = newHostTree(root, w.Size, stderr)
 	}
 
 	live, liveErr := stdout, stderr
@@ -59,8 +63,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	copied := true
 	for _, p := range f.copyBack {
-		if err := copyBack(context.WithoutCancel(ctx), b, f.spec.Workspace, root, p); err != nil {
+		if err := copyBack(context.WithoutCancel(ctx), b, f.spec.Workspace, tree, p); err != nil {
 			fmt.Fprintf(stderr, "airlock: --copy-back %s: %v\n", p, err)
+			copied = false
+		}
+	}
+	if tree != nil {
+		if err := tree.finish(); err != nil {
+			fmt.Fprintf(stderr, "airlock: --copy-back: %v\n", err)
 			copied = false
 		}
 	}
@@ -78,18 +88,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 }
 
 // workspaceFrom creates a workspace of size (0: the default) and uploads the
-// host directory dir into it. A returned id must be removed even with an error.
-func workspaceFrom(ctx context.Context, b backend, dir string, size int64, warn io.Writer) (string, error) {
+// host directory dir into it. A returned workspace must be removed even with
+// an error.
+func workspaceFrom(ctx context.Context, b backend, dir string, size int64, warn io.Writer) (executor.Workspace, error) {
 	w, err := b.CreateWorkspace(ctx, executor.WorkspaceSpec{Size: size, Labels: map[string]string{"airlock.from": "run --workspace-from"}})
 	if err != nil {
-		return "", fmt.Errorf("--workspace-from: %w", err)
+		return executor.Workspace{}, fmt.Errorf("--workspace-from: %w", err)
 	}
 	archive := packDir(dir, warn)
 	defer archive.Close()
 	if err := b.PutArchive(ctx, w.ID, ".", archive); err != nil {
-		return w.ID, fmt.Errorf("--workspace-from %s: %w", dir, err)
+		return w, fmt.Errorf("--workspace-from %s: %w", dir, err)
 	}
-	return w.ID, nil
+	return w, nil
 }
 
 // explain prints what a person at a terminal would otherwise have to guess: why

@@ -125,7 +125,7 @@ func workspaceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if len(args) == 3 {
 			local = args[2]
 		}
-		return getToLocal(ctx, b, args[0], args[1], local, stdout)
+		return getToLocal(ctx, b, args[0], args[1], local, stdout, stderr)
 	case "ls-files":
 		dir := ""
 		if len(args) == 2 {
@@ -182,9 +182,13 @@ func putLocal(ctx context.Context, b backend, id, src, dst string, warn io.Write
 
 // getToLocal downloads the file or directory p of the workspace to the host
 // path local ("-": a file to stdout). A directory lands inside local, and
-// nothing of it outside local.
-func getToLocal(ctx context.Context, b backend, id, p, local string, stdout io.Writer) error {
-	rc, _, err := b.OpenFile(ctx, id, p)
+// nothing of it outside local; no more than the workspace's size is written.
+func getToLocal(ctx context.Context, b backend, id, p, local string, stdout, warn io.Writer) error {
+	w, err := b.Workspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	rc, info, err := b.OpenFile(ctx, id, p)
 	if errors.Is(err, executor.ErrWrongType) {
 		if err := os.MkdirAll(local, 0o755); err != nil {
 			return err
@@ -199,30 +203,34 @@ func getToLocal(ctx context.Context, b backend, id, p, local string, stdout io.W
 			return err
 		}
 		defer arch.Close()
-		return unpackArchive(root, ".", arch)
+		return unpackArchive(root, ".", arch, w.Size, warn)
 	}
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
+	if info.Size > w.Size {
+		return fmt.Errorf("%s is %s, %w", p, humanBytes(info.Size), errOverSize(w.Size))
+	}
 	if local == "-" {
-		_, err := io.Copy(stdout, rc)
+		_, err := io.CopyN(stdout, rc, info.Size)
 		return err
 	}
 	f, err := os.Create(local)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, rc); err != nil {
+	if err := writeSparse(f, rc, info.Size); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
-// copyBack brings the workspace's p into the host directory root, at the same
-// relative path, after a run (--copy-back).
-func copyBack(ctx context.Context, b backend, id string, root *os.Root, p string) error {
+// copyBack brings the workspace's p into the host directory of tree, at the
+// same relative path, after a run (--copy-back). Its links are written when
+// the tree finishes.
+func copyBack(ctx context.Context, b backend, id string, tree *hostTree, p string) error {
 	clean, err := hostPath(filepath.ToSlash(p))
 	if err != nil {
 		return fmt.Errorf("--copy-back %s: %w", p, err)
@@ -234,18 +242,13 @@ func copyBack(ctx context.Context, b backend, id string, root *os.Root, p string
 			return err
 		}
 		defer arch.Close()
-		return unpackArchive(root, clean, arch)
+		return tree.unpack(clean, arch)
 	}
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	if dir := filepath.Dir(clean); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	return writeRootFile(root, clean, parseMode(info.Mode), rc)
+	return tree.file(clean, parseMode(info.Mode), info.Size, rc)
 }
 
 func parseMode(s string) os.FileMode {
