@@ -80,6 +80,16 @@ type overLimit string
 func (o overLimit) Error() string { return ErrUnsafePath.Error() + ": " + string(o) }
 func (o overLimit) Unwrap() error { return ErrUnsafePath }
 
+// overSize says, of a download the agent refused for its size, that the
+// workspace's size is the bound: more than the workspace could hold never
+// reaches the caller's disk.
+func (r workspaceRecord) overSize(err error) error {
+	if o, ok := err.(overLimit); ok {
+		return overLimit(fmt.Sprintf("%s, more than the workspace's size of %s could hold", string(o), formatBytes(r.Size)))
+	}
+	return err
+}
+
 // upload runs the agent's operation args with the bytes produce writes as its
 // stdin, framed, and the end mark only when produce succeeds: the agent writes
 // nothing of an upload that produce (a check, a body read) cut short. The
@@ -248,7 +258,7 @@ func (e *Executor) OpenFile(ctx context.Context, id, p string, c Caller) (io.Rea
 	h, err := tr.Next()
 	if err != nil {
 		done.close()
-		return nil, FileInfo{}, done.err(err)
+		return nil, FileInfo{}, r.overSize(done.err(err))
 	}
 	info := FileInfo{Name: path.Base(clean), Type: "file", Size: h.Size, Mode: fmt.Sprintf("%04o", h.Mode&0o777), ModTime: h.ModTime.UTC()}
 	return &streamReader{Reader: tr, done: done}, info, nil
@@ -274,7 +284,7 @@ func (e *Executor) OpenArchive(ctx context.Context, id, dir string, c Caller) (i
 	first := make([]byte, 512)
 	if _, err := io.ReadFull(out, first); err != nil {
 		done.close()
-		return nil, done.err(err)
+		return nil, r.overSize(done.err(err))
 	}
 	return &streamReader{Reader: io.MultiReader(bytes.NewReader(first), out), done: done}, nil
 }

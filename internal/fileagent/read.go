@@ -44,7 +44,7 @@ func (a *agent) get(rel string, limit int64, w io.Writer) error {
 	}
 	defer f.Close()
 	if st.Size > limit {
-		return fail(ExitTooLarge, "%s is %d bytes (its apparent size: a sparse file counts whole), over the limit of %d", rel, st.Size, limit)
+		return fail(ExitTooLarge, "%s is %d bytes (its apparent size: a sparse file counts whole)", rel, st.Size)
 	}
 	tw := tar.NewWriter(w)
 	if err := writeFile(tw, f, st, name); err != nil {
@@ -80,7 +80,7 @@ func (a *agent) archive(rel string, limit int64, w io.Writer) error {
 	err = walk(top, "", func(dirfd int, name, entry string, st *unix.Stat_t) error {
 		if st.Mode&unix.S_IFMT == unix.S_IFREG {
 			if total += st.Size; total > limit {
-				return fail(ExitTooLarge, "%s holds files of %d bytes or more (apparent sizes: a sparse file counts whole), over the limit of %d", rel, total, limit)
+				return fail(ExitTooLarge, "%s holds files of %d bytes or more (apparent sizes: a sparse file counts whole)", rel, total)
 			}
 		}
 		return nil
@@ -107,7 +107,7 @@ func (a *agent) archive(rel string, limit int64, w io.Writer) error {
 			}
 			defer f.Close()
 			if total += fst.Size; total > limit {
-				return fail(ExitTooLarge, "%s grew past the limit of %d bytes while it was read", rel, limit)
+				return fail(ExitTooLarge, "%s grew to files of %d bytes or more while it was read", rel, total)
 			}
 			return writeFile(tw, f, fst, entry)
 		}
