@@ -580,6 +580,18 @@ func (e *Executor) enterWorkspace(ctx context.Context, id string) error {
 	return nil
 }
 
+// removeStrayVolume removes the volume of workspace id when it carries no
+// record: the engine made it, plain and unbounded on its disk, for a start
+// whose create came after the workspace's removal.
+func (e *Executor) removeStrayVolume(ctx context.Context, id string) {
+	if vols, err := e.eng.ListVolumes(ctx, LabelWorkspace+"="+id); err != nil || len(vols) > 0 {
+		return // its record is there: lost, not deleted
+	}
+	if err := e.eng.RemoveVolume(ctx, workspaceRecord{ID: id}.volume()); err != nil {
+		e.cfg.Logger.Warn("remove a stray workspace volume", "workspace", id, "err", err)
+	}
+}
+
 // awaitRemoval waits, at most deletionWait, until no removal of workspace id
 // is under way.
 func (e *Executor) awaitRemoval(ctx context.Context, id string) error {
@@ -618,6 +630,7 @@ func (e *Executor) createOnWorkspace(ctx context.Context, plan containerPlan) (s
 		}
 		e.discard(context.WithoutCancel(ctx), cid)
 		if !errors.Is(err, errDeleting) {
+			e.removeStrayVolume(context.WithoutCancel(ctx), id)
 			return "", err
 		}
 		if err := e.awaitRemoval(ctx, id); err != nil {

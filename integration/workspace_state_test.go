@@ -113,6 +113,14 @@ func TestWorkspaceDeleteRacesStarts(t *testing.T) {
 		if _, err := ex.Workspace(ctx, w.ID, caller); !errors.Is(err, executor.ErrWorkspaceNotFound) {
 			t.Errorf("iteration %d: after its removal the workspace is still there: %v", i, err)
 		}
+		// A start that came after the removal leaves no volume the engine made
+		// for it (plain, unbounded).
+		if !eventually(10*time.Second, func() bool {
+			_, err := docker.VolumeInspect(ctx, "airlock-"+w.ID)
+			return err != nil
+		}) {
+			t.Errorf("iteration %d: a volume of the removed workspace is left", i)
+		}
 		// What ran on it, or was warm on it, goes with it.
 		var left []container.Summary
 		if !eventually(20*time.Second, func() bool {
