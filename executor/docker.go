@@ -190,6 +190,9 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 	}
 	resp, err := d.c.ContainerCreate(ctx, cfg, host, nil, nil, p.Name)
 	if err != nil {
+		if cerrdefs.IsConflict(err) {
+			return "", fmt.Errorf("%w: %v", engine.ErrNameInUse, err)
+		}
 		return "", err
 	}
 	return resp.ID, nil
@@ -438,7 +441,11 @@ func (d *dockerEngine) List(ctx context.Context, label string) ([]containerSumma
 	}
 	out := make([]containerSummary, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, containerSummary{ID: c.ID, Labels: c.Labels, Running: c.State == "running"})
+		var name string
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, containerSummary{ID: c.ID, Name: name, Labels: c.Labels, Running: c.State == "running", State: c.State})
 	}
 	return out, nil
 }
@@ -447,6 +454,14 @@ func (d *dockerEngine) Remove(ctx context.Context, id string) error {
 	err := d.c.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "already in progress")) {
 		return nil
+	}
+	return err
+}
+
+func (d *dockerEngine) Rename(ctx context.Context, id, name string) error {
+	err := d.c.ContainerRename(ctx, id, name)
+	if cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("%w: %v", engine.ErrNoContainer, err)
 	}
 	return err
 }

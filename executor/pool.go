@@ -201,6 +201,9 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 	if pd == nil {
 		return nil
 	}
+	if s.Workspace != "" && !p.enter(ctx, pd.sb, s.Workspace) {
+		return nil
+	}
 	if defaults {
 		return pd.sb
 	}
@@ -210,6 +213,25 @@ func (p *pool) claim(ctx context.Context, s Spec) *sandbox {
 		return nil
 	}
 	return pd.sb
+}
+
+// enter claims a warm sandbox on workspace id for the engine to see: its name
+// loses warmSuffix, so that a removal in any process counts it as a run; then,
+// as any start on a workspace does, it looks for a removal's mark
+// (docs/DESIGN.md, "Workspaces"). When the sandbox is gone (a removal took it)
+// or a removal is under way, it is dropped, and the run starts cold, which
+// waits for the removal's outcome.
+func (p *pool) enter(ctx context.Context, sb *sandbox, id string) bool {
+	err := p.e.eng.Rename(ctx, sb.containerID, strings.TrimSuffix(sb.name, warmSuffix))
+	if err == nil {
+		err = p.e.enterWorkspace(ctx, id)
+	}
+	if err != nil {
+		p.e.cfg.Logger.Debug("pool: a warm sandbox on a workspace cannot serve; starting one cold", "container_id", sb.containerID, "workspace", id, "err", err)
+		p.remove(sb)
+		return false
+	}
+	return true
 }
 
 // await waits, after a miss, for a start already under way that no other
@@ -344,8 +366,19 @@ func (p *pool) fill(key PoolKey, ent *poolEntry) {
 	ent.starting--
 	p.mu.Unlock()
 	if err != nil {
-		if p.ctx.Err() == nil {
-			p.e.cfg.Logger.Warn("pool: start a warm sandbox", "image", key.Image, "err", err)
+		switch {
+		case p.ctx.Err() != nil:
+		case key.Workspace != "" && errors.Is(err, ErrInvalidSpec): // the workspace went
+			p.e.cfg.Logger.Debug("pool: no warm sandbox on the workspace", "workspace", key.Workspace, "err", err)
+		default:
+			p.e.cfg.Logger.Warn("pool: start a warm sandbox", "image", key.Image, "workspace", key.Workspace, "err", err)
+		}
+		if key.Workspace != "" { // lost, deleted or being deleted: the next run on it adds it again
+			p.mu.Lock()
+			if p.keys[key] == ent {
+				delete(p.keys, key)
+			}
+			p.mu.Unlock()
 		}
 		p.filled(key, ent, nil, 0)
 		return
@@ -406,6 +439,9 @@ func (p *pool) start(key PoolKey) (*sandbox, error) {
 	deadline := time.Now().Add(poolIdle + e.cfg.Ceilings.Timeout + e.cfg.KillGrace + abandonAfter)
 	plan.Labels[LabelDeadline] = deadline.UTC().Format(time.RFC3339)
 	if key.Workspace != "" {
+		// Idle, it is named as such: removals of the workspace, in any
+		// process, remove it rather than wait for it (see enter).
+		plan.Name += warmSuffix
 		if err := e.mountWorkspace(ctx, &plan, key.Workspace, Caller{Tenant: p.workspaceTenant(ctx, key.Workspace)}); err != nil {
 			return nil, err
 		}

@@ -121,6 +121,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 // sandbox is a started container whose streams airlock holds.
 type sandbox struct {
 	containerID string
+	name        string
 	init        bool // airlock's init is PID 1: it takes the command on stdin
 	argv, env   []string
 	dir         string
@@ -137,11 +138,15 @@ type sandbox struct {
 // job) the engine keeps its output, and only a stdin, if the plan has one, is
 // attached. A non-nil sandbox must be discarded even when err is set.
 func (e *Executor) launch(ctx context.Context, plan containerPlan, attached bool) (*sandbox, error) {
-	cid, err := e.create(ctx, plan)
+	create := e.create
+	if plan.Workspace != "" {
+		create = e.createOnWorkspace
+	}
+	cid, err := create(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
-	sb := &sandbox{containerID: cid, exited: make(chan struct{})}
+	sb := &sandbox{containerID: cid, name: plan.Name, exited: make(chan struct{})}
 
 	// Streams and the wait outlive ctx: after a cancel, airlock still kills the
 	// container and drains what it wrote.

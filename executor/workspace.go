@@ -50,7 +50,8 @@ const (
 	LabelWorkspace = labelPrefix + "workspace"
 	// labelWorkspaceRecord holds the workspace's record (JSON) on its volume.
 	labelWorkspaceRecord = labelPrefix + "workspace.record"
-	// labelRole is "holder" on a workspace's holder container.
+	// labelRole is "holder" on a workspace's holder container, "deleting" on
+	// the mark of its removal.
 	labelRole = labelPrefix + "role"
 )
 
@@ -300,10 +301,15 @@ func (e *Executor) workspaceRecord(ctx context.Context, id string, c Caller) (wo
 	return workspaceRecord{}, fmt.Errorf("%w: %q", ErrWorkspaceNotFound, id)
 }
 
-// workspaceUse is what the engine runs on a workspace now.
+// workspaceUse is what the engine has on a workspace now, sorted by what a
+// removal does with it.
 type workspaceUse struct {
-	holder  string // the running holder's container id; empty when lost
-	running int    // runs and jobs on it
+	holder   string   // the running holder's container id; empty when lost
+	held     bool     // a holder exists, running or not: without one the workspace was deleted
+	running  int      // runs and jobs on it: started, or created and about to start
+	deleting bool     // a removal holds the workspace's mark, and it is not stale
+	warm     []string // idle warm sandboxes of a pool (this process's or another's)
+	ended    []string // runs and jobs that ended, whose containers are not yet removed
 }
 
 func (e *Executor) workspaceUse(ctx context.Context, id string) (workspaceUse, error) {
@@ -312,15 +318,41 @@ func (e *Executor) workspaceUse(ctx context.Context, id string) (workspaceUse, e
 		return workspaceUse{}, e.engineErr("list workspace containers", err)
 	}
 	var u workspaceUse
+	now := time.Now()
 	for _, c := range cs {
 		switch {
-		case c.Labels[labelRole] == "holder" && c.Running:
-			u.holder = c.ID
-		case c.Labels[labelRole] != "holder" && c.Running:
+		case c.Labels[labelRole] == roleHolder:
+			u.held = true
+			if c.Running {
+				u.holder = c.ID
+			}
+		case c.Labels[labelRole] == roleDeleting:
+			u.deleting = u.deleting || !pastDeadline(c, now)
+		case c.Labels[labelPool] != "" && strings.HasSuffix(c.Name, warmSuffix):
+			u.warm = append(u.warm, c.ID)
+		case live(c):
 			u.running++
+		default:
+			u.ended = append(u.ended, c.ID)
 		}
 	}
 	return u, nil
+}
+
+// live says whether a container runs or is about to: created and not yet
+// started counts, since its start may come at any moment.
+func live(c containerSummary) bool {
+	switch c.State {
+	case "exited", "dead", "removing":
+		return false
+	}
+	return true
+}
+
+// pastDeadline says whether c carries a deadline label that has passed.
+func pastDeadline(c containerSummary, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339, c.Labels[LabelDeadline])
+	return err == nil && now.After(t)
 }
 
 // Workspace reports the caller's workspace, with what its files take now.
@@ -361,7 +393,9 @@ func (e *Executor) Workspaces(ctx context.Context, c Caller) ([]Workspace, error
 }
 
 // RemoveWorkspace deletes the caller's workspace and its files. A workspace in
-// use by a running run or job is not removed: ErrWorkspaceBusy.
+// use by a run or job (running, or starting) is not removed, and loses
+// nothing: ErrWorkspaceBusy. Idle warm sandboxes on it, of any process's pool,
+// are removed with it.
 func (e *Executor) RemoveWorkspace(ctx context.Context, id string, c Caller) error {
 	r, err := e.workspaceRecord(ctx, id, c)
 	if err != nil {
@@ -370,28 +404,249 @@ func (e *Executor) RemoveWorkspace(ctx context.Context, id string, c Caller) err
 	return e.removeWorkspace(ctx, r)
 }
 
+// Removal and starts exclude each other through the engine, so that any
+// process on it takes part (docs/DESIGN.md, "Workspaces"). A removal first
+// creates the workspace's mark, a container never started whose name is the
+// lock (names are unique on an engine), then lists what is on the workspace; a
+// start first creates its container, then looks for the mark. Each writes
+// before it reads, so at least one sees the other: a removal that sees a run
+// or job, even one only created, gives up with nothing destroyed; a start that
+// sees a mark removes its container and waits for the removal's outcome.
+const (
+	roleHolder   = "holder"
+	roleDeleting = "deleting"
+	// warmSuffix ends the name of a warm sandbox on a workspace while it is
+	// idle: its claim renames it, so that every process sees which of them
+	// serve a run.
+	warmSuffix = "-warm"
+	// markLife is how long a removal's mark counts: one whose process died
+	// is ignored past it, and the reconciler removes it.
+	markLife = 5 * time.Minute
+	// removalTime bounds a removal's work once it holds the mark.
+	removalTime = 2 * time.Minute
+	// endedWait is how long a removal waits for the containers of runs that
+	// ended to be removed by their owners before it answers busy.
+	endedWait = 15 * time.Second
+	// deletionWait is how long a start waits for a removal under way to end.
+	deletionWait = time.Minute
+)
+
+// errDeleting: a removal of the workspace holds its mark.
+var errDeleting = errors.New("the workspace is being deleted")
+
+func (r workspaceRecord) mark() string { return "airlock-" + r.ID + "-deleting" }
+
 func (e *Executor) removeWorkspace(ctx context.Context, r workspaceRecord) error {
 	if e.pool != nil {
 		e.pool.dropWorkspace(r.ID) // its warm sandboxes are no use
 	}
+	mark, err := e.markRemoval(ctx, r)
+	if err != nil {
+		return err
+	}
+	// From here the removal ends by itself, whatever the caller does: a half
+	// done one would leave a mark that holds up runs, or a lost workspace.
+	bg := context.WithoutCancel(ctx)
+	defer e.discard(bg, mark)
+	ctx, cancel := context.WithTimeout(bg, removalTime)
+	defer cancel()
 	u, err := e.workspaceUse(ctx, r.ID)
 	if err != nil {
 		return err
 	}
 	if u.running > 0 {
-		return fmt.Errorf("%w: %d running run(s) or job(s) use %s; kill them or wait for them to end", ErrWorkspaceBusy, u.running, r.ID)
+		return fmt.Errorf("%w: %d run(s) or job(s) use %s; kill them or wait for them to end", ErrWorkspaceBusy, u.running, r.ID)
+	}
+	// Containers of runs that ended still hold the volume; their owners remove
+	// them (a job's only after it copied its output), so they are waited for,
+	// never removed here.
+	if err := e.awaitGone(ctx, r.ID, u.ended); err != nil {
+		return err
+	}
+	// Nothing runs on it, and whatever is created on it from now on backs off:
+	// the files can go.
+	for _, id := range u.warm {
+		e.discard(ctx, id)
 	}
 	if err := e.eng.Remove(ctx, r.holder()); err != nil {
 		return e.engineErr("remove workspace holder", err)
 	}
-	if err := e.eng.RemoveVolume(ctx, r.volume()); err != nil {
-		if strings.Contains(err.Error(), "in use") {
-			// A run started on it since we looked: its files went with the holder.
-			return fmt.Errorf("%w: a run started on %s while it was being removed", ErrWorkspaceBusy, r.ID)
+	for {
+		err := e.eng.RemoveVolume(ctx, r.volume())
+		if err == nil {
+			return nil
 		}
-		return e.engineErr("remove workspace volume", err)
+		if !strings.Contains(err.Error(), "in use") || ctx.Err() != nil {
+			return e.engineErr("remove workspace volume", err)
+		}
+		// A start that created its container after the mark, before it saw
+		// the mark; it removes it, and so does this.
+		cs, lerr := e.eng.List(ctx, LabelWorkspace+"="+r.ID)
+		if lerr != nil {
+			return e.engineErr("list workspace containers", lerr)
+		}
+		for _, c := range cs {
+			if c.Labels[labelRole] != roleDeleting {
+				e.discard(ctx, c.ID)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// markRemoval creates the workspace's mark and returns its container id. A
+// mark already there is another removal under way (ErrWorkspaceBusy), or,
+// past its deadline, one whose process died: it is replaced.
+func (e *Executor) markRemoval(ctx context.Context, r workspaceRecord) (string, error) {
+	img, err := e.image(ctx, images.Minimal.Ref)
+	if err != nil {
+		return "", err
+	}
+	plan := containerPlan{
+		Name:      r.mark(),
+		Image:     img.ID,
+		Cmd:       []string{"/bin/true"}, // never started
+		User:      holderUser,
+		Memory:    16 << 20,
+		NanoCPUs:  1e8,
+		Pids:      8,
+		TmpfsSize: 1 << 20,
+		Network:   "none",
+		Runtime:   "runc",
+		Labels: map[string]string{LabelManaged: "true", LabelWorkspace: r.ID, labelRole: roleDeleting,
+			LabelDeadline: time.Now().Add(markLife).UTC().Format(time.RFC3339)},
+	}
+	for attempt := 0; ; attempt++ {
+		cid, err := e.eng.Create(ctx, plan)
+		if err == nil {
+			return cid, nil
+		}
+		if !errors.Is(err, engine.ErrNameInUse) {
+			if ctx.Err() != nil {
+				// The engine may have made it after all: the mark then holds
+				// until its deadline, and the reconciler removes it.
+				return "", fmt.Errorf("remove %s: %w", r.ID, ctx.Err())
+			}
+			return "", e.engineErr("mark workspace for removal", err)
+		}
+		if attempt == 0 && e.staleMark(ctx, r) {
+			e.discard(ctx, r.mark())
+			continue
+		}
+		return "", fmt.Errorf("%w: %s is being deleted by another request", ErrWorkspaceBusy, r.ID)
+	}
+}
+
+// staleMark says whether the workspace's mark has outlived its deadline.
+func (e *Executor) staleMark(ctx context.Context, r workspaceRecord) bool {
+	cs, err := e.eng.List(ctx, LabelWorkspace+"="+r.ID)
+	if err != nil {
+		return false
+	}
+	for _, c := range cs {
+		if c.Labels[labelRole] == roleDeleting {
+			return pastDeadline(c, time.Now())
+		}
+	}
+	return false
+}
+
+// awaitGone waits, at most endedWait, until none of the containers ids of
+// workspace id exists.
+func (e *Executor) awaitGone(ctx context.Context, id string, ids []string) error {
+	deadline := time.Now().Add(endedWait)
+	for len(ids) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %d run(s) or job(s) on %s ended but their containers are not yet removed; try again later", ErrWorkspaceBusy, len(ids), id)
+		}
+		time.Sleep(100 * time.Millisecond)
+		cs, err := e.eng.List(ctx, LabelWorkspace+"="+id)
+		if err != nil {
+			return e.engineErr("list workspace containers", err)
+		}
+		ids = slices.DeleteFunc(ids, func(cid string) bool {
+			return !slices.ContainsFunc(cs, func(c containerSummary) bool { return c.ID == cid })
+		})
 	}
 	return nil
+}
+
+// enterWorkspace is a start's half of the exclusion, called once the start's
+// container exists (created, or a warm sandbox claimed): nil when the
+// workspace's files are there and no removal is under way; errDeleting while
+// one is; else an error that says the workspace is lost or was deleted.
+func (e *Executor) enterWorkspace(ctx context.Context, id string) error {
+	u, err := e.workspaceUse(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case u.deleting:
+		return errDeleting
+	case !u.held:
+		return &SpecError{Field: "workspace", Reason: fmt.Sprintf("%v: %s was deleted", ErrWorkspaceNotFound, id)}
+	case u.holder == "":
+		return &SpecError{Field: "workspace", Reason: fmt.Sprintf("%v: %s must be deleted and created again", ErrWorkspaceLost, id)}
+	}
+	return nil
+}
+
+// removeStrayVolume removes the volume of workspace id when it carries no
+// record: the engine made it, plain and unbounded on its disk, for a start
+// whose create came after the workspace's removal.
+func (e *Executor) removeStrayVolume(ctx context.Context, id string) {
+	if vols, err := e.eng.ListVolumes(ctx, LabelWorkspace+"="+id); err != nil || len(vols) > 0 {
+		return // its record is there: lost, not deleted
+	}
+	if err := e.eng.RemoveVolume(ctx, workspaceRecord{ID: id}.volume()); err != nil {
+		e.cfg.Logger.Warn("remove a stray workspace volume", "workspace", id, "err", err)
+	}
+}
+
+// awaitRemoval waits, at most deletionWait, until no removal of workspace id
+// is under way.
+func (e *Executor) awaitRemoval(ctx context.Context, id string) error {
+	deadline := time.Now().Add(deletionWait)
+	for {
+		u, err := e.workspaceUse(ctx, id)
+		if err != nil || !u.deleting {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s is being deleted", ErrWorkspaceBusy, id)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// createOnWorkspace creates the container of plan, which mounts a workspace,
+// as a start's half of the exclusion with removals says: the container first,
+// then the look for a removal's mark. While a removal is under way the
+// container goes, and, once the removal has ended, the start tries again: the
+// workspace is there (the removal was refused) or it is gone (an error).
+func (e *Executor) createOnWorkspace(ctx context.Context, plan containerPlan) (string, error) {
+	id := plan.Labels[LabelWorkspace]
+	for {
+		cid, err := e.create(ctx, plan)
+		if err != nil {
+			return "", err
+		}
+		err = e.enterWorkspace(ctx, id)
+		if err == nil {
+			return cid, nil
+		}
+		e.discard(context.WithoutCancel(ctx), cid)
+		if !errors.Is(err, errDeleting) {
+			e.removeStrayVolume(context.WithoutCancel(ctx), id)
+			return "", err
+		}
+		if err := e.awaitRemoval(ctx, id); err != nil {
+			return "", err
+		}
+	}
 }
 
 // ReapWorkspaces removes every expired workspace no run uses, of any tenant,
@@ -419,18 +674,12 @@ func (e *Executor) ReapWorkspaces(ctx context.Context) ([]string, error) {
 }
 
 // mountWorkspace prepares plan to run on the caller's workspace id: the volume
-// at /workspace, and its id as a label, by which a removal sees the run.
+// at /workspace, and its id as a label, by which a removal sees the run. Whether
+// the files are there is decided once the container exists (createOnWorkspace).
 func (e *Executor) mountWorkspace(ctx context.Context, plan *containerPlan, id string, c Caller) error {
 	r, err := e.workspaceRecord(ctx, id, c)
 	if err != nil {
 		return &SpecError{Field: "workspace", Reason: err.Error()}
-	}
-	u, err := e.workspaceUse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if u.holder == "" {
-		return &SpecError{Field: "workspace", Reason: fmt.Sprintf("%v: %s must be deleted and created again", ErrWorkspaceLost, id)}
 	}
 	plan.Workspace = r.volume()
 	plan.Labels = maps.Clone(plan.Labels)

@@ -11,10 +11,12 @@ import (
 	"math"
 	"math/big"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
 )
@@ -30,9 +32,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64, opti
 			return err
 		}
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body := checkLength(w, r, limit)
+	data, err := io.ReadAll(body)
 	var maxErr *http.MaxBytesError
 	switch {
+	case body.fault != nil:
+		return body.fault
 	case errors.As(err, &maxErr):
 		return tooLarge(r, err)
 	case err != nil:
@@ -40,7 +45,111 @@ func readJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64, opti
 	case len(bytes.TrimSpace(data)) == 0 && optional:
 		return nil
 	}
-	return decodeJSON(data, dst)
+	err = decodeJSON(data, dst)
+	var e *api.Error
+	if errors.As(err, &e) && e.Message == cutShort && r.ContentLength > 0 {
+		// The body ended where its Content-Length said: a longer one was cut there.
+		e.Message += fmt.Sprintf(" at the %d bytes of its Content-Length", r.ContentLength)
+	}
+	return err
+}
+
+// lengthChecked is a request's body that tells a body that disagrees with its
+// Content-Length from one that failed otherwise. net/http reads exactly
+// Content-Length bytes: a body that ends sooner (the client closed its side,
+// or went quiet past the server's read timeout) fails its read, and must not
+// reach a handler's caller as an internal or engine error.
+type lengthChecked struct {
+	r      io.Reader
+	w      http.ResponseWriter
+	length int64
+	n      int64
+	// fault is the 400 naming the body, once it disagreed with its length.
+	fault *api.Error
+	// takeConn (an upload) has the connection taken over at the body's end,
+	// to look for bytes past it (see surplus); conn is then the connection,
+	// on which respond writes the one answer.
+	takeConn bool
+	conn     net.Conn
+}
+
+// surplusWait is how long an upload's connection is watched, at the body's
+// end, for bytes past its Content-Length that have not yet arrived.
+const surplusWait = 10 * time.Millisecond
+
+// surplus looks, once the Content-Length bytes are read, for more on the
+// connection. net/http would read them as the next request (and answer that
+// with a bare 400), after the upload had stored the body cut at the length:
+// the connection is taken over instead, and bytes past the body make it a 400
+// with nothing stored. The answer then closes the connection; airlock takes no
+// request pipelined after an upload.
+func (b *lengthChecked) surplus() {
+	conn, brw, err := http.NewResponseController(b.w).Hijack()
+	if err != nil {
+		b.takeConn = false
+		return
+	}
+	b.conn = conn
+	extra := brw.Reader.Buffered() > 0
+	if !extra {
+		conn.SetReadDeadline(time.Now().Add(surplusWait))
+		var one [1]byte
+		k, _ := conn.Read(one[:])
+		extra = k > 0
+		conn.SetReadDeadline(time.Time{})
+	}
+	if extra {
+		b.fault = badField("body", "longer than the %d bytes its Content-Length announced", b.length)
+	}
+}
+
+// respond writes the answer to an upload whose connection was taken over
+// (surplus): e, or 204 when e is nil; then it closes the connection.
+func (b *lengthChecked) respond(e *api.Error) {
+	var msg string
+	if e == nil {
+		msg = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
+	} else {
+		data, _ := json.Marshal(errorBody{e})
+		data = append(data, '\n')
+		msg = fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			e.Status, http.StatusText(e.Status), len(data), data)
+	}
+	b.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(b.conn, msg)
+	b.conn.Close()
+}
+
+// checkLength wraps r's body, bounded by limit (a MaxBytesReader's 413).
+func checkLength(w http.ResponseWriter, r *http.Request, limit int64) *lengthChecked {
+	return &lengthChecked{r: http.MaxBytesReader(w, r.Body, limit), w: w, length: r.ContentLength}
+}
+
+func (b *lengthChecked) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if err == io.EOF && b.takeConn && b.conn == nil && b.fault == nil {
+		b.surplus()
+		if b.fault != nil {
+			return n, b.fault
+		}
+	}
+	if err == nil || err == io.EOF || b.length <= 0 || b.fault != nil {
+		return n, err
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		b.fault = badField("body", "%d of the %d bytes its Content-Length announced arrived before the client closed the connection", b.n, b.length)
+	case errors.As(err, &ne) && ne.Timeout():
+		b.fault = badField("body", "%d of the %d bytes its Content-Length announced arrived within the server's read timeout", b.n, b.length)
+	default:
+		return n, err
+	}
+	// The read timeout passed, and the write deadline with it: the answer
+	// gets a moment of its own.
+	http.NewResponseController(b.w).SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return n, b.fault
 }
 
 // jsonContentType refuses a body that does not say it is JSON.
@@ -98,6 +207,9 @@ func decodeJSON(data []byte, dst any) error {
 	return json.Unmarshal(norm, dst)
 }
 
+// cutShort is the message of a body whose JSON object does not end.
+const cutShort = "body: the JSON object is cut short"
+
 // syntaxError turns a tokenizer failure into an error about the body.
 func syntaxError(err error, dec *json.Decoder) error {
 	var se *json.SyntaxError
@@ -105,7 +217,7 @@ func syntaxError(err error, dec *json.Decoder) error {
 	case errors.Is(err, io.EOF):
 		return badField("body", "empty; expected a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badField("body", "the JSON object is cut short")
+		return badField("body", "%s", strings.TrimPrefix(cutShort, "body: "))
 	case errors.As(err, &se):
 		return badField("body", "invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 	}

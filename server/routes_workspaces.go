@@ -84,12 +84,10 @@ func (a *httpAPI) putFile(w http.ResponseWriter, r *http.Request, tenant string)
 		mode = fs.FileMode(m)
 	}
 	extend(w, transferTime)
-	body := http.MaxBytesReader(w, r.Body, a.uploadLimit())
-	if err := a.svc.PutFile(r.Context(), tenant, r.PathValue("id"), r.PathValue("path"), mode, body, "http", r.RemoteAddr); err != nil {
-		return tooLarge(r, err)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	body := checkLength(w, r, a.uploadLimit())
+	body.takeConn = true
+	err := a.svc.PutFile(r.Context(), tenant, r.PathValue("id"), r.PathValue("path"), mode, body, "http", r.RemoteAddr)
+	return a.uploaded(w, r, body, err)
 }
 
 // GET /v1/workspaces/{id}/files/{path...}: a file's bytes, or a directory's
@@ -141,12 +139,10 @@ func (a *httpAPI) removeFile(w http.ResponseWriter, r *http.Request, tenant stri
 // archive, extracted at path (created if missing).
 func (a *httpAPI) putArchive(w http.ResponseWriter, r *http.Request, tenant string) error {
 	extend(w, transferTime)
-	body := http.MaxBytesReader(w, r.Body, a.uploadLimit())
-	if err := a.svc.PutArchive(r.Context(), tenant, r.PathValue("id"), r.PathValue("path"), body, "http", r.RemoteAddr); err != nil {
-		return tooLarge(r, err)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	body := checkLength(w, r, a.uploadLimit())
+	body.takeConn = true
+	err := a.svc.PutArchive(r.Context(), tenant, r.PathValue("id"), r.PathValue("path"), body, "http", r.RemoteAddr)
+	return a.uploaded(w, r, body, err)
 }
 
 // GET /v1/workspaces/{id}/archive/{path...}: the directory as a tar archive.
@@ -162,6 +158,34 @@ func (a *httpAPI) getArchive(w http.ResponseWriter, r *http.Request, tenant stri
 	if _, err := io.Copy(w, rc); err != nil {
 		a.log.Warn("archive download cut short", "workspace", r.PathValue("id"), "err", err)
 	}
+	return nil
+}
+
+// uploaded answers an upload that ended with err. A body that disagreed with
+// its Content-Length is that, whatever the executor made of the cut stream (an
+// archive it could not read, an aborted copy).
+func (a *httpAPI) uploaded(w http.ResponseWriter, r *http.Request, body *lengthChecked, err error) error {
+	switch {
+	case body.fault != nil:
+		err = body.fault
+	case err != nil:
+		err = tooLarge(r, err)
+	}
+	if body.conn != nil { // taken over at the body's end: the answer goes there
+		var e *api.Error
+		if err != nil {
+			e = a.errorOf(r.Context(), err)
+			if e.Status >= 500 {
+				a.log.Warn("request failed", "code", e.Code, "err", e.Message)
+			}
+		}
+		body.respond(e)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

@@ -48,6 +48,9 @@ type Engine interface {
 	// Remove deletes the container and its anonymous volumes; a container that is
 	// already gone is not an error.
 	Remove(ctx context.Context, id string) error
+	// Rename gives the container (created, running or stopped) another name;
+	// ErrNoContainer when it is gone.
+	Rename(ctx context.Context, id, name string) error
 
 	// Logs reads what the engine's log driver kept of a container's output (only
 	// for containers created with a LogCap): every message stamped at or after
@@ -97,8 +100,12 @@ type LogFrame struct {
 // ContainerSummary is one container as the engine lists it.
 type ContainerSummary struct {
 	ID      string
+	Name    string // without the engine's leading slash
 	Labels  map[string]string
 	Running bool
+	// State is the engine's word for it: created, running, paused,
+	// restarting, removing, exited or dead.
+	State string
 }
 
 // Info is what the engine says of itself.
@@ -194,8 +201,13 @@ type UsageSample struct {
 	IOWrite    uint64
 }
 
-// ErrNoContainer is returned by Inspect when the container does not exist.
+// ErrNoContainer is returned by Inspect and Rename when the container does
+// not exist.
 var ErrNoContainer = errors.New("no such container")
+
+// ErrNameInUse is returned by Create when another container has the plan's
+// name: names are unique on one engine, whichever process made them.
+var ErrNameInUse = errors.New("container name in use")
 
 // Exit is how a wait for a container ended: its exit code, or Err when the
 // wait broke (and the code says nothing).

@@ -368,6 +368,12 @@ func (f *Engine) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
+// Rename is recorded; the fake plays one container, whose name it ignores.
+func (f *Engine) Rename(ctx context.Context, id, name string) error {
+	f.record("rename", id+" "+name)
+	return nil
+}
+
 // logs and list serve background jobs, which the integration suite tests on the
 // real engine; the fake has no containers to list and no logs to read.
 func (f *Engine) Logs(ctx context.Context, id string, since time.Time, follow bool, frame func(engine.LogFrame) error) error {

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// exchange sends request, as written, over a connection of its own: with
+// halfClose the client then closes its side, as a client that ran out of body
+// does; else it goes quiet. It returns the responses, as a raw client reads them.
+func (h *harness) exchange(request string, halfClose bool) []*http.Response {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		h.t.Fatal(err)
+	}
+	if halfClose {
+		conn.(*net.TCPConn).CloseWrite()
+	}
+	var out []*http.Response
+	br := bufio.NewReader(conn)
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return out
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+		out = append(out, resp)
+	}
+}
+
+// A body shorter or longer than its Content-Length is a 400 that names the
+// body, on JSON routes and on uploads alike; what the client sent is not acted
+// on.
+func TestBodyDisagreesWithContentLength(t *testing.T) {
+	h := newHarness(t, nil)
+	status, data, _ := h.do("POST", "/v1/workspaces", tokA, map[string]any{"size": 4 << 20})
+	if status != http.StatusCreated {
+		t.Fatalf("create workspace: %d %s", status, data)
+	}
+	ws := decode[struct{ ID string }](t, data).ID
+	t.Cleanup(func() {
+		req, _ := http.NewRequest("DELETE", h.url+"/v1/workspaces/"+ws, nil)
+		req.Header.Set("Authorization", "Bearer "+tokA)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	})
+
+	request := func(method, path, contentType string, length int, body string) string {
+		return fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+			method, path, strings.TrimPrefix(h.url, "http://"), tokA, contentType, length, body)
+	}
+	const js = `{"command":"echo hi > /workspace/ran"}`
+	for _, c := range []struct {
+		name       string
+		method     string
+		path, ct   string
+		length     int
+		body       string
+		halfClose  bool
+		wantInBody string
+	}{
+		{"json shorter, closed", "POST", "/v1/processes", "application/json", len(js) + 20, js, true, "Content-Length"},
+		{"json shorter, quiet", "POST", "/v1/processes", "application/json", len(js) + 20, js, false, "Content-Length"},
+		{"json longer", "POST", "/v1/processes", "application/json", len(js) - 5, js, true, "body"},
+		{"workspace json shorter", "POST", "/v1/workspaces", "application/json", 40, `{"size":4194304}`, true, "Content-Length"},
+		{"file shorter", "PUT", "/v1/workspaces/" + ws + "/files/short.txt", "application/octet-stream", 100, "hello", true, "Content-Length"},
+		{"file longer", "PUT", "/v1/workspaces/" + ws + "/files/long.txt", "application/octet-stream", 3, "hello world", true, "Content-Length"},
+		{"file longer, quiet", "PUT", "/v1/workspaces/" + ws + "/files/long.txt", "application/octet-stream", 3, "hello world", false, "Content-Length"},
+		{"archive longer", "PUT", "/v1/workspaces/" + ws + "/archive/", "application/x-tar", 1024, strings.Repeat("\x00", 1500), true, "Content-Length"},
+		{"archive shorter", "PUT", "/v1/workspaces/" + ws + "/archive/", "application/x-tar", 4096, strings.Repeat("\x00", 100), true, "Content-Length"},
+	} {
+		resps := h.exchange(request(c.method, c.path, c.ct, c.length, c.body), c.halfClose)
+		if len(resps) == 0 {
+			t.Errorf("%s: no response", c.name)
+			continue
+		}
+		first := resps[0]
+		body, _ := io.ReadAll(first.Body)
+		t.Logf("%s: %d %s (%d response(s))", c.name, first.StatusCode, body, len(resps))
+		if first.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"field":"body"`) || !strings.Contains(string(body), c.wantInBody) {
+			t.Errorf("%s: %d %s; want 400 naming the body and %q", c.name, first.StatusCode, body, c.wantInBody)
+		}
+	}
+	// Nothing the server took from a cut body landed.
+	for _, p := range []string{"short.txt", "long.txt", "ran"} {
+		if status, data, _ := h.do("GET", "/v1/workspaces/"+ws+"/files/"+p, tokA, nil); status != http.StatusNotFound {
+			t.Errorf("%s after a refused body: %d %s", p, status, data)
+		}
+	}
+}
