@@ -197,7 +197,7 @@ func (p *passthrough) report(rep *initproto.Report) {
 }
 
 // forwarded are the signals the init passes on to every process of the sandbox
-// (a kill from the host arrives at PID 1).
+// (a kill from the host arrives at PID 1); it ignores faults (signals.go).
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // prepared is what run needs that no request changes.
@@ -211,6 +211,7 @@ type prepared struct {
 
 func prepare() prepared {
 	p := prepared{sigs: make(chan os.Signal, 8), oomBefore: oomKills()}
+	ignoreFaults()
 	signal.Notify(p.sigs, append(forwarded, syscall.Signal(initproto.ForceKill))...)
 	var err1, err2 error
 	p.outR, p.outW, err1 = os.Pipe()
