@@ -26,6 +26,8 @@ import (
 )
 
 func main() {
+	// Opened while the init may still open its own /proc files (oom.go).
+	oom := openOOMScore()
 	// No process of the sandbox may open the init's descriptors or read its
 	// memory through /proc/1 (they run as the same user): a command could
 	// otherwise write a forged report into the init's stdout.
@@ -33,6 +35,7 @@ func main() {
 	// What does not depend on the command is ready before it comes: a warm
 	// sandbox waits here, and its run starts the moment the request is read.
 	pre := prepare()
+	pre.oom = oom
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	req, err := initproto.ReadRequest(in)
 	if err != nil {
@@ -203,6 +206,7 @@ var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, sys
 // prepared is what run needs that no request changes.
 type prepared struct {
 	sigs       chan os.Signal
+	oom        *oomScore
 	oomBefore  int64 // the cgroup's OOM kills before the command
 	outR, outW *os.File
 	errR, errW *os.File
@@ -261,7 +265,7 @@ func run(req initproto.Request, in *bufio.Reader, out output, pre prepared) init
 		return failStart(out, req.Argv[0], pre.err)
 	}
 	rep.Started = time.Now().UnixNano()
-	proc, err := os.StartProcess(path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: env, Files: []*os.File{stdin, outW, errW}})
+	proc, err := pre.oom.startProcess(path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: env, Files: []*os.File{stdin, outW, errW}})
 	stdin.Close()
 	outW.Close()
 	errW.Close()
