@@ -187,3 +187,30 @@ func poolHits(e *executor.Executor) int64 {
 	}
 	return n
 }
+
+// Under gVisor an OOM kill ends the whole sandbox, init included: its memory
+// is one host process, the one the host's OOM killer picks. A warm sandbox,
+// which the engine removes as it stops, is flagged from the kernel's log, as
+// a cold one is from the engine's record. (A warm gVisor sandbox keeps the
+// default limits, so the balloon fills the default 512 MiB.)
+func TestPooledOOMUnderGVisorFlagged(t *testing.T) {
+	t.Parallel()
+	requireRuntime(t, "runsc")
+	run(t, sh("true")) // see TestPooledTmpfsOOMFlaggedLikeCold
+	cfg := executor.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	e, err := executor.New(executor.WithConfig(cfg), executor.WithPool(map[string]int{"airlock/minimal@runsc": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	waitWarm(t, e, "airlock/minimal", 1)
+	hits := poolHits(e)
+	res := runWith(t, e, executor.Spec{Command: `echo filling; awk 'BEGIN{s="x"; while(1) s=s s}'`, Runtime: "runsc", Timeout: 60})
+	if poolHits(e) != hits+1 {
+		t.Fatalf("the run did not come from the pool: %+v", e.PoolStats())
+	}
+	if res.State != executor.StateKilled || res.ExitCode != 137 || !res.OOMKilled || res.Signal != "SIGKILL" {
+		t.Errorf("state %s exit %d oom_killed %v signal %q stdout %q; want killed, 137, oom_killed, SIGKILL", res.State, res.ExitCode, res.OOMKilled, res.Signal, res.Stdout)
+	}
+}
