@@ -29,7 +29,8 @@ var faults = []syscall.Signal{
 // ignoreFaults has the kernel ignore every signal of faults sent to the init.
 func ignoreFaults() {
 	// struct sigaction as rt_sigaction(2) takes it: the handler first, then
-	// the flags, the restorer and the mask, all zero.
+	// the flags, the restorer and the mask, all zero; the kernel's sigset_t
+	// is 8 bytes (64 signals).
 	var act [4]uintptr
 	act[0] = 1 // SIG_IGN
 	for _, s := range faults {
