@@ -366,7 +366,9 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 	// count OOM kills), the engine's record decides, once the container stopped.
 	// A warm sandbox is removed by the engine as it stops: its report is all
 	// there is to read, and without one (its init was killed: gVisor lets a
-	// sandbox kill its own PID 1), the exit code its wait saw.
+	// sandbox kill its own PID 1, and an OOM kill there ends the whole
+	// sandbox), the exit code its wait saw and the kernel's log, the engine's
+	// OOM flag being gone with the container.
 	var st containerState
 	if report == nil || report.OOMKills < 0 && !sb.autoRemove {
 		// After an exit or a terminate it has stopped, or never will; after a
@@ -394,6 +396,7 @@ func (e *Executor) supervise(ctx context.Context, sb *sandbox, s Spec, res Resul
 		var err error
 		if sb.autoRemove {
 			st.ExitCode = sb.exit.Code
+			st.OOMKilled = !timedOut && !cancelled && st.ExitCode == 128+int(syscall.SIGKILL) && kernelOOM(sb.containerID)
 		} else if st, err = e.finalState(context.WithoutCancel(ctx), sb.containerID, timedOut || cancelled); err != nil {
 			return failedResult(res, e.engineErr("inspect container", err))
 		}

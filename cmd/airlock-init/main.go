@@ -35,6 +35,8 @@ func main() {
 			hold()
 		}
 	}
+	// Opened while the init may still open its own /proc files (oom.go).
+	oom := openOOMScore()
 	// No process of the sandbox may open the init's descriptors or read its
 	// memory through /proc/1 (they run as the same user): a command could
 	// otherwise write a forged report into the init's stdout.
@@ -42,6 +44,7 @@ func main() {
 	// What does not depend on the command is ready before it comes: a warm
 	// sandbox waits here, and its run starts the moment the request is read.
 	pre := prepare()
+	pre.oom = oom
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	req, err := initproto.ReadRequest(in)
 	if err != nil {
@@ -220,12 +223,13 @@ func (p *passthrough) report(rep *initproto.Report) {
 }
 
 // forwarded are the signals the init passes on to every process of the sandbox
-// (a kill from the host arrives at PID 1).
+// (a kill from the host arrives at PID 1); it ignores faults (signals.go).
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // prepared is what run needs that no request changes.
 type prepared struct {
 	sigs       chan os.Signal
+	oom        *oomScore
 	oomBefore  int64 // the cgroup's OOM kills before the command
 	outR, outW *os.File
 	errR, errW *os.File
@@ -234,6 +238,7 @@ type prepared struct {
 
 func prepare() prepared {
 	p := prepared{sigs: make(chan os.Signal, 8), oomBefore: oomKills()}
+	ignoreFaults()
 	signal.Notify(p.sigs, append(forwarded, syscall.Signal(initproto.ForceKill))...)
 	var err1, err2 error
 	p.outR, p.outW, err1 = os.Pipe()
@@ -283,7 +288,7 @@ func run(req initproto.Request, in *bufio.Reader, out output, pre prepared) init
 		return failStart(out, req.Argv[0], pre.err)
 	}
 	rep.Started = time.Now().UnixNano()
-	proc, err := os.StartProcess(path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: env, Files: []*os.File{stdin, outW, errW}})
+	proc, err := pre.oom.startProcess(path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: env, Files: []*os.File{stdin, outW, errW}})
 	stdin.Close()
 	outW.Close()
 	errW.Close()

@@ -12,7 +12,9 @@
 //
 // With an argument it is a workload instead: `probe threads` starts OS threads until
 // the kernel refuses one (a thread bomb), `probe fds` opens files until it may not
-// and prints how many it got.
+// and prints how many it got, `probe sigqueue PID SIGNAL...` sends each signal to
+// PID as sigqueue(3) does (si_code SI_QUEUE, which a Go program takes for a fault
+// of its own) and prints what the kernel answered.
 //
 // It is static (CGO_ENABLED=0) so that it runs in a FROM scratch image:
 //
@@ -26,6 +28,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -54,6 +57,8 @@ func main() {
 			threadBomb()
 		case "fds":
 			fmt.Printf("opened %d files\n", openFiles())
+		case "sigqueue":
+			sigqueue(os.Args[2:])
 		default:
 			fmt.Fprintf(os.Stderr, "probe: unknown workload %q\n", os.Args[1])
 			os.Exit(2)
@@ -64,6 +69,34 @@ func main() {
 	runtime.LockOSThread()
 	for _, c := range checks {
 		report(c)
+	}
+}
+
+// sigqueue sends each named signal to the pid that comes first, with si_code
+// SI_QUEUE, and prints "sent NAME" or the error for each.
+func sigqueue(args []string) {
+	pid, err := strconv.Atoi(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "probe sigqueue:", err)
+		os.Exit(2)
+	}
+	for _, name := range args[1:] {
+		sig := unix.SignalNum(name)
+		if sig == 0 {
+			fmt.Fprintf(os.Stderr, "probe sigqueue: unknown signal %q\n", name)
+			os.Exit(2)
+		}
+		// struct siginfo: si_signo, si_errno, si_code, then the sender's fields.
+		var info [128]byte
+		*(*int32)(unsafe.Pointer(&info[0])) = int32(sig)
+		*(*int32)(unsafe.Pointer(&info[8])) = -1 // SI_QUEUE
+		*(*int32)(unsafe.Pointer(&info[16])) = int32(os.Getpid())
+		*(*uint32)(unsafe.Pointer(&info[20])) = uint32(os.Getuid())
+		if _, _, e := unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(pid), uintptr(sig), uintptr(unsafe.Pointer(&info[0]))); e != 0 {
+			fmt.Printf("%s: %v\n", name, e)
+			continue
+		}
+		fmt.Printf("sent %s\n", name)
 	}
 }
 
