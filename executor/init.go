@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/images"
+	"github.com/airlock-sandbox/airlock/internal/engine"
 )
 
 // airlock's init (cmd/airlock-init) reaches a sandbox on a volume, mounted
@@ -41,7 +42,7 @@ var ErrNoInit = errors.New("airlock's init (airlock-init) is missing")
 
 // initHowTo says how to get the init, in every error about it.
 const initHowTo = "build it with `make build` (bin/airlock-init beside bin/airlock), " +
-	"or `go install github.com/airlock-sandbox/airlock/cmd/airlock-init@<the version of airlock you run>`, " +
+	"or `CGO_ENABLED=0 go install github.com/airlock-sandbox/airlock/cmd/airlock-init@<the version of airlock you run>`, " +
 	"or set AIRLOCK_INIT to its path"
 
 // InitBinary finds airlock's init: $AIRLOCK_INIT, airlock-init beside the
@@ -104,7 +105,7 @@ func checkInit(path string) error {
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%w: %s is dynamically linked, and a sandbox image may have no C library: rebuild it with CGO_ENABLED=0; %s", ErrNoInit, path, initHowTo)
+			return fmt.Errorf("%w: %s is dynamically linked (built with cgo), and a sandbox image may have no C library; %s", ErrNoInit, path, initHowTo)
 		}
 	}
 	return nil
@@ -161,17 +162,9 @@ func (e *Executor) initVolume(ctx context.Context) (volume, etc string, err erro
 	}
 	digest := fmt.Sprintf("%x", sum.Sum(nil))
 	name := "airlock-init-" + digest[:16]
-	vols, err := e.eng.ListVolumes(ctx, labelInitDigest+"="+digest)
+	vols, err := e.readyInitVolume(ctx, name, digest, bin)
 	if err != nil {
-		return "", "", e.engineErr("list init volumes", err)
-	}
-	if len(vols) == 0 {
-		if err := e.makeInitVolume(ctx, name, digest, bin); err != nil {
-			return "", "", err
-		}
-		if vols, err = e.eng.ListVolumes(ctx, labelInitDigest+"="+digest); err != nil {
-			return "", "", e.engineErr("list init volumes", err)
-		}
+		return "", "", err
 	}
 	e.removeOldInits(ctx, digest)
 	e.initVol = name
@@ -179,6 +172,65 @@ func (e *Executor) initVolume(ctx context.Context) (volume, etc string, err erro
 		e.initEtc = vols[0].Mountpoint
 	}
 	return name, e.initEtc, nil
+}
+
+// readyInitVolume finds the init's volume with its files in, making it when
+// there is none. Every airlock process on the engine may look for it at once,
+// and a volume is listed from its creation, before its files are copied in: so
+// its maker first creates a lock, a container named by the digest that is
+// never started, and removes it once the files are in. A volume found while
+// the lock exists is waited for; a lock older than a minute is a dead maker's,
+// and its volume is made again.
+func (e *Executor) readyInitVolume(ctx context.Context, name, digest string, bin []byte) ([]engine.Volume, error) {
+	lock := "airlock-init-lock-" + digest[:16]
+	deadline := time.Now().Add(time.Minute)
+	for {
+		vols, err := e.eng.ListVolumes(ctx, labelInitDigest+"="+digest)
+		if err != nil {
+			return nil, e.engineErr("list init volumes", err)
+		}
+		_, lerr := e.eng.Inspect(ctx, lock)
+		if lerr != nil && !errors.Is(lerr, errNoContainer) {
+			return nil, e.engineErr("inspect the init's lock", lerr)
+		}
+		locked := lerr == nil
+		switch {
+		case len(vols) > 0 && !locked:
+			return vols, nil
+		case time.Now().After(deadline):
+			// The maker died holding the lock: start again.
+			e.discard(context.WithoutCancel(ctx), lock)
+			if len(vols) > 0 {
+				e.eng.RemoveVolume(ctx, name)
+			}
+			deadline = time.Now().Add(time.Minute)
+			continue
+		case len(vols) == 0 && !locked:
+			plan := containerPlan{
+				Name: lock, Image: images.Minimal.Ref, Cmd: []string{"true"},
+				Memory: minMemory, NanoCPUs: 1e8, Pids: 2, TmpfsSize: 1 << 20, Network: "none", Runtime: "runc",
+				Labels: map[string]string{LabelManaged: "true", LabelID: "init-lock"},
+			}
+			lockID, err := e.create(ctx, plan)
+			if errors.Is(err, engine.ErrNameInUse) {
+				continue // another process makes it
+			}
+			if err != nil {
+				return nil, err
+			}
+			err = e.makeInitVolume(ctx, name, digest, bin)
+			e.discard(context.WithoutCancel(ctx), lockID)
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // makeInitVolume creates the init's volume and copies the binary into it

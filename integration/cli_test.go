@@ -323,8 +323,9 @@ func TestCLIStartDeliversAllOfStdin(t *testing.T) {
 
 // TestInitInstalledOrRefused installs the CLI as `go install` does (cgo on, no
 // init beside it): it refuses to run, saying how to get the init, instead of
-// running with the engine's init and reporting zero usage. Once the init is
-// installed beside it, a run of a few milliseconds has its usage measured.
+// running with the engine's init and reporting zero usage; an init built with
+// cgo is refused too. Once a static init is installed beside it, a run of a
+// few milliseconds has its usage measured.
 func TestInitInstalledOrRefused(t *testing.T) {
 	bin, home := t.TempDir(), t.TempDir()
 	var env []string
@@ -333,9 +334,9 @@ func TestInitInstalledOrRefused(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	install := func(pkg string) {
+	install := func(pkg string, cgo string) {
 		cmd := exec.Command("go", "install", pkg)
-		cmd.Env = append(env, "GOBIN="+bin, "PATH="+os.Getenv("PATH"))
+		cmd.Env = append(env, "GOBIN="+bin, "PATH="+os.Getenv("PATH"), "CGO_ENABLED="+cgo)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go install %s: %v\n%s", pkg, err, out)
 		}
@@ -349,12 +350,17 @@ func TestInitInstalledOrRefused(t *testing.T) {
 		cmd.Run()
 		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
 	}
-	install("../cmd/airlock")
+	install("../cmd/airlock", "1")
 	out, errOut, code := run()
-	if code == 0 || !strings.Contains(errOut, "go install github.com/airlock-sandbox/airlock/cmd/airlock-init@") || strings.Contains(out, `"state"`) {
+	if code == 0 || !strings.Contains(errOut, "CGO_ENABLED=0 go install github.com/airlock-sandbox/airlock/cmd/airlock-init@") || strings.Contains(out, `"state"`) {
 		t.Fatalf("without an init: exit %d, stdout %q, stderr %q; want a refusal that says how to get the init", code, out, errOut)
 	}
-	install("../cmd/airlock-init")
+	// An init built with cgo would not start in an image without a C library.
+	install("../cmd/airlock-init", "1")
+	if out, errOut, code = run(); code == 0 || !strings.Contains(errOut, "dynamically linked") {
+		t.Fatalf("with a cgo-built init: exit %d, stdout %q, stderr %q; want a refusal naming it", code, out, errOut)
+	}
+	install("../cmd/airlock-init", "0")
 	out, errOut, code = run()
 	var r executor.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
