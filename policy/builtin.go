@@ -194,34 +194,14 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 	}
 }
 
-// inlineOptions are the options by which an interpreter takes its program as
-// an argument rather than from a file.
-var inlineOptions = map[string][]string{
-	"python": {"-c"}, "python2": {"-c"}, "python3": {"-c"}, "pypy": {"-c"}, "pypy3": {"-c"},
-	"perl": {"-e", "-E"}, "ruby": {"-e"}, "node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
-	"deno": {"eval"}, "bun": {"-e", "--eval"}, "php": {"-r"}, "lua": {"-e"}, "Rscript": {"-e"}, "julia": {"-e"},
-	"osascript": {"-e"}, "tclsh": {}, "jshell": {},
-}
-
-// inlineCode reports whether a command hands an interpreter inline code (in
-// strict mode a refusal: no static check reads another language), or an awk
-// program that runs commands. Running a named script file is not inline code.
+// inlineCode reports whether a command hands awk a program that runs
+// commands (in strict mode a refusal: no static check reads another
+// language); the other interpreters' inline code is found by the table of
+// programs (code:LANG). Running a named script file is not inline code.
 func inlineCode(name string, args []word) bool {
 	if name == "awk" || name == "gawk" || name == "mawk" || name == "nawk" {
 		program, ok := awkProgram(args)
 		return !ok && slices.ContainsFunc(args, func(w word) bool { return w.dynamic }) || awkRuns.MatchString(program)
-	}
-	opts, ok := inlineOptions[name]
-	if !ok {
-		return false
-	}
-	for _, a := range args {
-		for _, o := range opts {
-			if a.s == o || strings.HasPrefix(o, "--") && strings.HasPrefix(a.s, o+"=") ||
-				len(o) == 2 && o[0] == '-' && shortFlag(a.s, o[1]) && !strings.HasPrefix(a.s, "--") {
-				return true
-			}
-		}
 	}
 	return false
 }

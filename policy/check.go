@@ -42,8 +42,12 @@ func (p *Policy) Check(command string) (d Decision) {
 // one did. A refusal of a redirect or an assignment is a step of its own.
 type Step struct {
 	Command string `json:"command"`
-	Rule    string `json:"rule,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Via names the entry of the table of programs, and the word of it,
+	// that made the command judged as code ("cpulimit operand 1: a program
+	// and its arguments"); empty for a command of the script itself.
+	Via    string `json:"via,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Explain judges command as Check does and also returns the steps: every
@@ -135,6 +139,12 @@ type checker struct {
 	cwd string
 	// trace, when not nil, records the steps (Explain).
 	trace []Step
+	// via, while Explain traces, names the table's entry that judges the
+	// words being judged (programArgs), for their steps.
+	via string
+	// viaDepth counts the table's entries whose words are being judged
+	// (setVia): the allowlist is not asked about the programs they run.
+	viaDepth int
 	// slabs hold the argvs of the check's simple commands, and the values
 	// expansions build.
 	slabs slabs
@@ -218,7 +228,7 @@ func (c *checker) release() {
 func (c *checker) forget() {
 	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
 	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
-	c.refusal, c.steps, c.cwd, c.trace = nil, 0, "", nil
+	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }

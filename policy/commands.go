@@ -33,7 +33,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
-		c.trace = append(c.trace, Step{Command: match.String()})
+		c.trace = append(c.trace, Step{Command: match.String(), Via: c.via})
 	}
 
 	if argv[0].dynamic || argv[0].glob {
@@ -100,6 +100,16 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	c.nested(name, kind, argv, &ctx, depth)
 	if c.done() {
 		return
+	}
+	if kind&(kindShell|kindWrapper) == 0 {
+		// The table's model of the program: the words that are code.
+		if prog := lookupProgram(name); prog != nil {
+			if prog.active {
+				if c.programArgs(prog, name, argv, depth); c.done() {
+					return
+				}
+			}
+		}
 	}
 	if c.strict() && inlineCode(name, argv[1:]) && c.p.allowlist[name] == nil {
 		c.refuse(RuleInlineCode, match.String())
@@ -215,42 +225,6 @@ func joinWords(ws []word) string {
 	return b.String()
 }
 
-// Wrappers: programs that run the rest of their arguments as a command.
-// optsWithValue lists each wrapper's options that take a separate value.
-var wrappers = map[string]struct {
-	optsWithValue string // short options taking a value, e.g. "nu" for env -u NAME
-	longWithValue []string
-	positional    int // leading non-option words before the command (timeout's DURATION)
-}{
-	"env":      {optsWithValue: "uCS", longWithValue: []string{"--unset", "--chdir", "--split-string"}},
-	"nice":     {optsWithValue: "n", longWithValue: []string{"--adjustment"}},
-	"nohup":    {},
-	"timeout":  {optsWithValue: "ks", longWithValue: []string{"--kill-after", "--signal"}, positional: 1},
-	"stdbuf":   {optsWithValue: "ioe", longWithValue: []string{"--input", "--output", "--error"}},
-	"setsid":   {},
-	"ionice":   {optsWithValue: "cnp", longWithValue: []string{"--class", "--classdata", "--pid"}},
-	"chrt":     {optsWithValue: "TPD", positional: 1},
-	"taskset":  {optsWithValue: "", positional: 1},
-	"time":     {optsWithValue: "fo", longWithValue: []string{"--format", "--output"}},
-	"command":  {},
-	"exec":     {optsWithValue: "a"},
-	"builtin":  {},
-	"xargs":    {optsWithValue: "adEeIiLlnPs", longWithValue: []string{"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}},
-	"unbuffer": {},
-	"flock":    {optsWithValue: "wEc", positional: 1},
-	"doas":     {optsWithValue: "uC"},
-	"sudo":     {optsWithValue: "ugpUChDrtT", longWithValue: []string{"--user", "--group", "--prompt", "--chdir"}},
-	"busybox":  {},
-	"ld.so":    {longWithValue: []string{"--library-path", "--preload", "--argv0", "--audit", "--inhibit-rpath"}},
-	"chronic":  {},
-	"strace":   {optsWithValue: "aeEIoOpPsSuUX", longWithValue: []string{"--output", "--trace", "--signal", "--attach", "--user", "--env"}},
-	"ltrace":   {optsWithValue: "aAeEDlnopsSuXw", longWithValue: []string{"--output", "--library"}},
-	"unshare":  {optsWithValue: "SGRw", longWithValue: []string{"--setuid", "--setgid", "--root", "--wd"}},
-	"firejail": {},
-	"toybox":   {},
-	"parallel": {optsWithValue: "jNnSPIaXL", longWithValue: []string{"--jobs", "--max-args", "--sshlogin", "--arg-file", "--delimiter", "--joblog", "--results", "--timeout"}},
-}
-
 // unwrap strips wrappers from argv and returns the command they run, with its
 // program's name (commandName of its first word) and that name's kind, which
 // unwrap has looked up already. extra is true
@@ -338,48 +312,23 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			if !strings.HasPrefix(s, "-") || s == "-" {
 				break
 			}
-			if name == "time" {
-				// time -o FILE writes its report there.
-				if (s == "-o" || s == "--output") && i+1 < len(rest) {
-					c.writeTo(rest[i+1].s, joinWords(argv))
-				} else if v, ok := strings.CutPrefix(s, "--output="); ok {
-					c.writeTo(v, joinWords(argv))
-				}
-				if c.done() {
-					return nil, "", 0, false, false, false
-				}
-			}
 			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
 				i++ // nice -10
 				continue
 			}
-			takesValue := false
-			if strings.HasPrefix(s, "--") {
-				key, _, hasEq := strings.Cut(s, "=")
-				takesValue = !hasEq && slices.Contains(w.longWithValue, key)
-				if name == "env" && (key == "--split-string") {
-					val := ""
-					if hasEq {
-						_, val, _ = strings.Cut(s, "=")
-					} else if i+1 < len(rest) {
-						val = rest[i+1].s
-					}
-					split = append(split, shellFields(val)...)
+			o, key, value, next := w.prog.optionOf(s)
+			takesValue := next
+			if o != nil && (o.takes || o.arg.role != roleData) {
+				v := word{s: value}
+				if next && i+1 < len(rest) {
+					v = rest[i+1]
 				}
-			} else {
-				// A cluster of short options: the first that takes a value takes
-				// the rest of the word, or the next word.
-				for j := 1; j < len(s); j++ {
-					if strings.IndexByte(w.optsWithValue, s[j]) >= 0 {
-						if name == "env" && s[j] == 'S' {
-							val := s[j+1:]
-							if val == "" && i+1 < len(rest) {
-								val = rest[i+1].s
-							}
-							split = append(split, shellFields(val)...)
-						}
-						takesValue = j == len(s)-1
-						break
+				if name == "env" && (key == "-S" || key == "--split-string") {
+					split = append(split, shellFields(v.s)...) // env -S "cmd args"
+				} else if o.arg.role != roleData && o.arg.role != roleRest {
+					// time -o FILE, strace -o FILE: the table's role of the value.
+					if c.programWordOf(argv, name, key, o.arg, v, nil, 0); c.done() {
+						return nil, "", 0, false, false, false
 					}
 				}
 			}
@@ -417,23 +366,15 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 
 // stringRunners are the programs stringRunner knows, which unwrap asks it
 // about (by their kind): the others run no string.
-var stringRunners = []string{"watch", "ssh", "flock", "parallel"}
+var stringRunners = []string{"flock", "parallel"}
 
-// stringRunner returns the script a runner hands to a shell as a string: watch
-// CMD..., flock LOCK -c CMD, ssh HOST CMD..., parallel ::: CMD... (each argument
-// a command). ok is false when name is no such runner, or this use of it runs
-// a program with arguments instead (flock LOCK CMD ARGS).
+// stringRunner returns the script a runner hands to a shell as a string:
+// flock LOCK -c CMD, parallel ::: CMD... (each argument a command). ok is
+// false when name is no such runner, or this use of it runs a program with
+// arguments instead (flock LOCK CMD ARGS).
 func stringRunner(name string, args []word) (word, bool) {
 	var rest []word
 	switch name {
-	case "watch":
-		rest = afterOptions(args, "nd", []string{"--interval"})
-	case "ssh":
-		rest = afterOptions(args, "BbcDEeFIiJLlmOopQRSWw", nil)
-		if len(rest) == 0 {
-			return word{}, false
-		}
-		rest = rest[1:] // the host
 	case "flock":
 		for i, a := range args {
 			if (a.s == "-c" || a.s == "--command") && i+1 < len(args) {
@@ -455,17 +396,8 @@ func stringRunner(name string, args []word) (word, bool) {
 			script.dynamic = script.dynamic || a.dynamic
 		}
 		return script, len(rest) > 0
-	default:
-		return word{}, false
 	}
-	if len(rest) == 0 {
-		return word{}, false
-	}
-	script := word{s: joinWords(rest)}
-	for _, a := range rest {
-		script.dynamic = script.dynamic || a.dynamic
-	}
-	return script, true
+	return word{}, false
 }
 
 // afterOptions returns the words after a command's leading options, given the
@@ -666,20 +598,6 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContex
 				return
 			}
 			c.script(args[0].s, depth+1)
-		}
-	case "script":
-		// script [-q] -c CMD [file]: runs CMD with the user's shell.
-		for i, a := range args {
-			if a.s == "-c" || a.s == "--command" || shortFlag(a.s, 'c') && !strings.HasPrefix(a.s, "--") {
-				if i+1 < len(args) && !args[i+1].dynamic {
-					c.script(args[i+1].s, depth+1)
-				}
-				return
-			}
-			if v, ok := strings.CutPrefix(a.s, "--command="); ok {
-				c.script(v, depth+1)
-				return
-			}
 		}
 	case "find":
 		for i := 0; i < len(args); i++ {
@@ -1088,13 +1006,16 @@ var harmlessBuiltins = map[string]bool{
 
 // allowlisted applies allowlist mode.
 func (c *checker) allowlisted(name string, argv []word, match *commandText) {
-	if c.p.allowlist == nil || harmlessBuiltins[name] {
+	if c.p.allowlist == nil || harmlessBuiltins[name] || c.viaDepth > 0 {
 		return
 	}
 	if shells[name] {
 		if _, mode := shellScript(argv[1:]); mode == "c" {
 			return // its script was judged command by command
 		}
+	}
+	if p := lookupProgram(name); p != nil && p.restFrom > 0 && p.rest.role == roleWords && p.operands(argv[1:]) >= p.restFrom {
+		return // ssh HOST CMD, watch CMD: like sh -c, its command line was judged command by command
 	}
 	prefixes, ok := c.p.allowlist[name]
 	if !ok {
