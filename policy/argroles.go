@@ -305,8 +305,11 @@ func (p *program) optionOf(s string) (o *option, key, value string, next bool) {
 	}
 	for j := 1; j < last; j++ {
 		o := p.short[s[j]&127]
-		if o == nil || !o.takes {
+		if o == nil || !o.takes && o.arg.role != roleRest {
 			continue
+		}
+		if !o.takes {
+			return o, "-" + s[j:j+1], "", false // watch -x CMD: the words after it
 		}
 		if j+1 < len(s) {
 			return o, "-" + s[j:j+1], s[j+1:], false
@@ -487,7 +490,7 @@ func (c *checker) programWords(name, key string, r argRole, words []word, depth 
 		c.commandLine(name, script, depth)
 		return
 	}
-	c.command(words, cmdContext{}, depth+1)
+	c.childCommand(words, depth+1)
 }
 
 // programWord judges one word of the role r.
@@ -534,9 +537,9 @@ func (c *checker) programWordOf(whole []word, name, key string, r argRole, w wor
 		for _, f := range strings.Split(w.s, ",") {
 			argv = append(argv, word{s: f})
 		}
-		c.command(argv, cmdContext{}, depth+1)
+		c.childCommand(argv, depth+1)
 	case roleArgv:
-		c.command(append([]word{w}, after...), cmdContext{}, depth+1)
+		c.childCommand(append([]word{w}, after...), depth+1)
 	case roleCode:
 		c.code(name, r.lang, w, depth)
 	case roleWrite:
@@ -578,7 +581,23 @@ func (c *checker) commandLine(name string, w word, depth int) {
 		c.dynamicScript([]word{{s: name}, w}, w, RuleEvalFetched)
 		return
 	}
-	c.script(strings.TrimPrefix(strings.TrimSpace(w.s), "!"), depth+1)
+	c.childScript(strings.TrimPrefix(strings.TrimSpace(w.s), "!"), depth+1)
+}
+
+// childCommand judges a program another program runs: a new process, in
+// which the script's functions are not defined.
+func (c *checker) childCommand(argv []word, depth int) {
+	c.shellLevel++
+	c.command(argv, cmdContext{}, depth)
+	c.shellLevel--
+}
+
+// childScript judges a script a new shell runs, in which the script's
+// functions are not defined (sh -c, a program's command line).
+func (c *checker) childScript(src string, depth int) {
+	c.shellLevel++
+	c.script(src, depth)
+	c.shellLevel--
 }
 
 // keyMatches reports whether a lower-case key matches one of the globs.

@@ -139,6 +139,14 @@ type checker struct {
 	cwd string
 	// trace, when not nil, records the steps (Explain).
 	trace []Step
+	// shellLevel counts the new shells and processes the words being
+	// judged run in (sh -c, a program's command line): a function is
+	// defined only in the shell that defined it (shadows).
+	shellLevel int
+	// callSrc and callPos are the script and offset of the simple command
+	// being judged, to tell a call before a function's definition.
+	callSrc string
+	callPos uint
 	// via, while Explain traces, names the table's entry that judges the
 	// words being judged (programArgs), for their steps.
 	via string
@@ -229,6 +237,7 @@ func (c *checker) forget() {
 	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
 	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
 	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
+	c.shellLevel, c.callSrc, c.callPos = 0, "", 0
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -322,6 +331,7 @@ func (c *checker) script(src string, depth int) {
 	before := c.stateSize()
 	start := len(c.events)
 	c.collect(src, f)
+	c.markSureFunctions(f)
 	if c.stateChanged(before) {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
@@ -330,6 +340,24 @@ func (c *checker) script(src string, depth int) {
 	c.replay(src, start, depth)
 	clear(c.events[start:]) // let go of the tree
 	c.events = c.events[:start]
+}
+
+// markSureFunctions marks the functions f defines at its top level as
+// surely defined (funcDef.sure): those are made whenever the script runs.
+func (c *checker) markSureFunctions(f *syntax.File) {
+	if len(c.funcs) == 0 {
+		return
+	}
+	for _, st := range f.Stmts {
+		fd, ok := st.Cmd.(*syntax.FuncDecl)
+		if !ok || fd.Name == nil || st.Background || st.Negated {
+			continue
+		}
+		if def, ok := c.funcs[fd.Name.Value]; ok && def.body == fd.Body {
+			def.sure = true
+			c.funcs[fd.Name.Value] = def
+		}
+	}
 }
 
 // judgedBefore reports whether src was judged already at the current
@@ -590,7 +618,7 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 	case *syntax.FuncDecl:
 		// Whether it is a fork bomb is told by the walk of its body (treeWalk.body).
 		if n.Name != nil {
-			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
+			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body, level: c.shellLevel, pos: n.Pos().Offset()}
 			c.funcNames.add(n.Name.Value)
 		}
 	}
@@ -800,6 +828,12 @@ func nameBit(name string) nameFilter {
 type funcDef struct {
 	src  string
 	body *syntax.Stmt
+	// sure: the definition is a statement of its script's top level, made
+	// whenever the script runs (not in a subshell, a branch, a loop, a
+	// body or the background); script marks it after collect.
+	sure  bool
+	level int  // the checker's shellLevel where it was defined
+	pos   uint // where the definition starts in src
 }
 
 // bindArgs makes a call's static arguments the positional parameters ($0 is
@@ -1356,6 +1390,7 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 	if len(call.Args) == 0 || c.done() {
 		return // assignments only
 	}
+	c.callSrc, c.callPos = src, call.Pos().Offset()
 	for _, argv := range c.callArgs(src, call, false) {
 		if c.done() {
 			return

@@ -35,7 +35,7 @@ var codeLangs = map[string]*codeLang{
 	"lua":         {general: true, calls: true},
 	"r":           {general: true, calls: true},
 	"julia":       {general: true, calls: true, backticks: true},
-	"applescript": {general: true, calls: true, markers: []string{"do shell script "}, ends: "\n"},
+	"applescript": {general: true, calls: true},
 	"tcl":         {general: true, calls: true, markers: []string{"exec ", "spawn "}, ends: "\n;]"},
 	"octave":      {general: true, calls: true},
 	"haskell":     {general: true, calls: true},
@@ -80,10 +80,10 @@ func (c *checker) code(name, lang string, w word, depth int) {
 			return
 		}
 		if cmd.argv != nil {
-			c.command(cmd.argv, cmdContext{}, depth+1)
+			c.childCommand(cmd.argv, depth+1)
 			continue
 		}
-		c.script(cmd.line, depth+1)
+		c.childScript(cmd.line, depth+1)
 	}
 }
 
@@ -96,7 +96,7 @@ type codeCommand struct {
 
 // callRe finds a call that runs a command given as a string: its name and
 // what follows up to the first string.
-var callRe = regexp.MustCompile(`(?i)(?:\b|\.)(?:system|exec|execl|execlp|execv|execvp|execute|popen|popen2|popen3|spawn|spawnsync|execsync|execfile|execfilesync|exec_command|shell_exec|passthru|proc_open|callcommand|readprocess|check_output|check_call|call|run|popen|getoutput|getstatusoutput|run-shell-command|shell-command|call-process|start-process|term|qx|shell|runcommand|io\.popen|os\.execute|capture2|capture3|capture2e|spawn_command)\s*(?:[\(\{\[]\s*)*(?:[a-z_:.]+\s*(?:=>|=|,)\s*)?`)
+var callRe = regexp.MustCompile(`(?i)(?:\b|\.)(?:system|exec|execl|execlp|execv|execvp|execute|popen|popen2|popen3|spawn|spawnsync|execsync|execfile|execfilesync|exec_command|shell_exec|passthru|proc_open|callcommand|readprocess|check_output|check_call|call|run|popen|getoutput|getstatusoutput|run-shell-command|shell-command|call-process|start-process|term|qx|shell|runcommand|io\.popen|os\.execute|capture2|capture3|capture2e|spawn_command|do shell script)\b\s*(?:[\(\{\[]\s*)*(?:[a-z_:.]+\s*(?:=>|=|,)\s*)?`)
 
 // codeCommands returns the commands code of a language is seen to run.
 func codeCommands(l *codeLang, code string) []codeCommand {

@@ -19,10 +19,14 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
 		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
 	}
+	written := len(argv)
 	argv, name, kind, extra, excused, ok := c.unwrap(argv, &ctx)
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
+	// A call by the bare name, through no wrapper (env, command, exec): the
+	// only call a function of the script can answer.
+	direct := len(argv) == written && !strings.Contains(argv[0].s, "/")
 	if extra {
 		// xargs appends what it reads: the literal text piped into it, or at least
 		// the start paths of a find before it (the rest stays unknown).
@@ -71,6 +75,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.hash(argv[1:])
 	}
 	f, isFunc := c.function(name)
+	isFunc = isFunc && direct && c.shadows(f)
 	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
@@ -133,6 +138,20 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.checkPath("~", match.String()) // the home directory is never in the workspace
 		}
 	}
+}
+
+// shadows reports whether the function f is what the call being judged
+// runs: only a definition the shell surely made before the call, in the
+// same shell. A definition in a subshell, a branch, a loop or a function
+// body may not have been made; a definition after the call (in the same
+// script) was not made yet; a new shell (sh -c, a program's command line)
+// does not have the script's functions. So a function named like a
+// dangerous program never lets a call of the program itself through.
+func (c *checker) shadows(f funcDef) bool {
+	if !f.sure || f.level != c.shellLevel {
+		return false
+	}
+	return f.src != c.callSrc || c.callPos > f.pos
 }
 
 // alias returns the text of an alias of name, if the script made one: most
@@ -608,7 +627,7 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContex
 					j++
 				}
 				if j > i+1 {
-					c.command(args[i+1:j], cmdContext{}, depth+1)
+					c.childCommand(args[i+1:j], depth+1)
 				}
 				i = j
 			}
@@ -659,7 +678,7 @@ func (c *checker) shellNested(argv []word, ctx *cmdContext, depth int) {
 			c.dynamicScript(argv, script, RuleFetchPipe)
 			return
 		}
-		c.script(script.s, depth+1)
+		c.childScript(script.s, depth+1)
 	case "stdin":
 		c.stdinScript(argv, ctx, depth)
 	case "file":
@@ -924,9 +943,9 @@ func (c *checker) stdinScript(argv []word, ctx *cmdContext, depth int) {
 	}
 	switch {
 	case ctx.hereDoc != nil:
-		c.script(*ctx.hereDoc, depth+1)
+		c.childScript(*ctx.hereDoc, depth+1)
 	case ctx.stdinKnow:
-		c.script(strings.Join(ctx.stdin, " "), depth+1)
+		c.childScript(strings.Join(ctx.stdin, " "), depth+1)
 	}
 }
 

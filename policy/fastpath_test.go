@@ -291,6 +291,7 @@ func TestReplayAsWalk(t *testing.T) {
 			walked.judgedBefore(src)
 			before := walked.stateSize()
 			walked.collect(src, f)
+			walked.markSureFunctions(f)
 			walked.events = walked.events[:0]
 			if walked.stateSize() != before {
 				walked.generation++

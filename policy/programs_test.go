@@ -1,0 +1,308 @@
+package policy
+
+import (
+	"sort"
+	"strings"
+	"testing"
+)
+
+// codeSamples are, by language, code that runs the command CMD, in the form
+// the language's reader finds (code.go).
+var codeSamples = map[string]string{
+	"python":      `import os; os.system("CMD")`,
+	"perl":        `system("CMD")`,
+	"ruby":        `system("CMD")`,
+	"js":          `require("child_process").execSync("CMD")`,
+	"php":         `system("CMD");`,
+	"lua":         `os.execute("CMD")`,
+	"r":           `system("CMD")`,
+	"julia":       "run(`CMD`)",
+	"applescript": `do shell script "CMD"`,
+	"tcl":         `exec CMD`,
+	"octave":      `system("CMD")`,
+	"haskell":     `System.Process.callCommand "CMD"`,
+	"lisp":        `(ext:run-shell-command "CMD")`,
+	"slang":       `system("CMD")`,
+	"nse":         `os.execute("CMD")`,
+	"tshark":      `os.execute("CMD")`,
+	"puppet":      `exec { "CMD": }`,
+	"rpm":         `%{lua:os.execute("CMD")}`,
+	"make":        "x:\n\tCMD",
+	"tex":         `\immediate\write18{CMD}`,
+	"fzf":         `enter:execute(CMD)`,
+	"gdb":         `!CMD`,
+	"lldb":        `platform shell CMD`,
+	"sqlite":      `.shell CMD`,
+	"mysql":       `\! CMD`,
+	"psql":        `\! CMD`,
+	"vim":         `:!CMD`,
+	"bang":        `!CMD`,
+	"dc":          `!CMD`,
+}
+
+// payloads are the commands every code-taking word of the table is tried
+// with, and the rule that must refuse each.
+var payloads = []struct{ cmd, rule string }{{"reboot", "power"}, {"rm -rf /", "rm-root"}}
+
+// codeValue is a value of role r that runs cmd.
+func codeValue(t *testing.T, r argRole, cmd string) (string, bool) {
+	switch r.role {
+	case roleCmd:
+		return cmd, true
+	case roleKV:
+		return strings.ReplaceAll(r.keys[0], "*", "x") + "=" + cmd, true
+	case rolePrefix:
+		return r.keys[0] + cmd, true
+	case roleCSV:
+		return strings.ReplaceAll(cmd, " ", ","), true
+	case roleCode:
+		sample, ok := codeSamples[r.lang]
+		if !ok {
+			t.Errorf("no code sample of %s", r.lang)
+		}
+		return strings.ReplaceAll(sample, "CMD", cmd), ok
+	}
+	return "", false
+}
+
+// tableEntries are every entry of the table, subcommands with their full
+// names, in order.
+func tableEntries() []*program {
+	var out []*program
+	var add func(p *program)
+	add = func(p *program) {
+		out = append(out, p)
+		keys := make([]string, 0, len(p.subs))
+		for k := range p.subs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			add(p.subs[k])
+		}
+	}
+	names := make([]string, 0, len(programs))
+	for name := range programs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		add(programs[name])
+	}
+	return out
+}
+
+// fromTable builds, for every word of every entry that is code, a command
+// that hands it each payload, and the same with a harmless command.
+func fromTable(t *testing.T) (refused, harmless []tcase) {
+	for _, p := range tableEntries() {
+		if privilegeRunners[p.name] || p.name == "chroot" || strings.HasPrefix(p.name, "ld.so") {
+			continue // refused for what they are
+		}
+		prog := p.name
+		if prog == "ld.so" {
+			continue
+		}
+		strictRule := func(r argRole, rule string) string {
+			if r.role == roleCode && codeLangs[r.lang].general {
+				return "inline-code"
+			}
+			return rule
+		}
+		try := func(r argRole, build func(v string) string, argvWords func(cmd string) string) {
+			for _, pl := range payloads {
+				cmd := ""
+				if argvWords != nil {
+					cmd = argvWords(pl.cmd)
+				} else {
+					v, ok := codeValue(t, r, pl.cmd)
+					if !ok {
+						return
+					}
+					cmd = build(shQuote(v))
+				}
+				refused = append(refused, tcase{cmd: cmd, want: pl.rule},
+					tcase{cmd: cmd, mode: ModeStrict, want: strictRule(r, pl.rule)})
+			}
+			cmd := ""
+			if argvWords != nil {
+				cmd = argvWords("echo hi")
+			} else if v, ok := codeValue(t, r, "echo hi"); ok {
+				cmd = build(shQuote(v))
+			}
+			harmless = append(harmless, tcase{cmd: cmd, want: allow})
+		}
+		for ch, o := range p.short {
+			if o == nil || o.arg.role == roleData || o.arg.role == roleWrite || o.arg.role == roleDir || o.arg.role == roleDev || o.arg.role == roleWPrefix {
+				continue
+			}
+			opt := "-" + string(rune(ch))
+			if o.arg.role == roleRest {
+				try(o.arg, nil, func(cmd string) string { return prog + " " + opt + " " + cmd })
+				continue
+			}
+			try(o.arg, func(v string) string { return prog + " " + opt + " " + v + " x" }, nil)
+		}
+		longs := make([]string, 0, len(p.long))
+		for k := range p.long {
+			longs = append(longs, k)
+		}
+		sort.Strings(longs)
+		for _, opt := range longs {
+			o := p.long[opt]
+			switch o.arg.role {
+			case roleData, roleWrite, roleDir, roleDev, roleWPrefix:
+				continue
+			case roleRest:
+				try(o.arg, nil, func(cmd string) string { return prog + " " + opt + " " + cmd })
+				continue
+			}
+			try(o.arg, func(v string) string { return prog + " " + opt + " " + v + " x" }, nil)
+		}
+		before := func(n int) string { // the data operands before the n-th
+			return strings.Repeat("x ", n-1)
+		}
+		for i, r := range p.pos {
+			switch r.role {
+			case roleCmd, roleKV, rolePrefix, roleCSV, roleCode:
+				n := i + 1
+				try(r, func(v string) string { return prog + " " + before(n) + v }, nil)
+			}
+		}
+		if p.restFrom > 0 {
+			n := p.restFrom
+			switch p.rest.role {
+			case roleArgv, roleWords:
+				if _, ok := wrappers[p.name]; ok && p.restFrom == 1 {
+					// a wrapper: unwrap looks through it
+				}
+				try(p.rest, nil, func(cmd string) string { return prog + " " + before(n) + cmd })
+			case roleCmd, roleKV, rolePrefix, roleCSV, roleCode:
+				try(p.rest, func(v string) string { return prog + " " + before(n) + v }, nil)
+			}
+		}
+		if p.cfgKeys != nil {
+			key := strings.ReplaceAll(p.cfgKeys[0], "*", "x")
+			try(argRole{role: roleCmd}, func(v string) string { return prog + " " + key + " " + v }, nil)
+		}
+	}
+	return refused, harmless
+}
+
+func TestTableCodeWords(t *testing.T) {
+	refused, harmless := fromTable(t)
+	if len(refused) < 400 {
+		t.Errorf("only %d cases from the table", len(refused))
+	}
+	runCases(t, "table", refused)
+	runCases(t, "table harmless", harmless)
+}
+
+func TestTableSize(t *testing.T) {
+	n := 0
+	for range programs {
+		n++
+	}
+	if n < 400 {
+		t.Errorf("the table knows %d programs, want 400 or more", n)
+	}
+	for _, p := range tableEntries() {
+		if strings.ContainsAny(p.name, "\t") {
+			t.Errorf("%q: a tab in a name", p.name)
+		}
+	}
+}
+
+// TestTableRunners: the forms the issue named, and fresh members of the
+// same families; each is refused in both modes, by the rule of what it runs.
+func TestTableRunners(t *testing.T) {
+	runCases(t, "runner", withStrictCopies([]tcase{
+		{cmd: `cpulimit -f -- reboot`, want: "power"},
+		{cmd: `cpulimit -l 50 -f rm -rf /`, want: "rm-root"},
+		{cmd: `gdb -ex '!reboot'`, want: "power"},
+		{cmd: `gdb -nx -ex 'shell rm -rf /' -ex quit`, want: "rm-root"},
+		{cmd: `gdb -q --args reboot -f`, want: "power"},
+		{cmd: `fzf --bind 'enter:execute(reboot)'`, want: "power"},
+		{cmd: `git -c core.fsmonitor='rm -rf /' status`, want: "rm-root"},
+		{cmd: `git -c alias.x='!reboot' x`, want: "power"},
+		{cmd: `git config core.pager reboot`, want: "power"},
+		{cmd: `git rebase -x 'rm -rf /' HEAD~3`, want: "rm-root"},
+		{cmd: `git bisect run reboot`, want: "power"},
+		{cmd: `git submodule foreach 'rm -rf /'`, want: "rm-root"},
+		{cmd: `npx -c 'rm -rf /'`, want: "rm-root"},
+		{cmd: `tar -I 'sh -c reboot' -cf x.tar .`, want: "power"},
+		{cmd: `tar -cf /dev/null /dev/null --checkpoint=1 --checkpoint-action=exec=reboot`, want: "power"},
+		{cmd: `ssh -o ProxyCommand='reboot' host`, want: "power"},
+		{cmd: `ssh -o 'ProxyCommand reboot' host uptime`, want: "power"},
+		{cmd: `rsync -e 'sh -c reboot' x y:`, want: "power"},
+		{cmd: `dhclient -sf /sbin/reboot`, want: "power"},
+		{cmd: `certbot renew --pre-hook 'reboot'`, want: "power"},
+		{cmd: `sqlite3 /dev/null '.shell reboot'`, want: "power"},
+		{cmd: `dc -e '!reboot'`, want: "power"},
+		{cmd: `ex -c '!reboot'`, want: "power"},
+		{cmd: `vim -c ':!rm -rf /'`, want: "rm-root"},
+		{cmd: `gcc -wrapper /sbin/reboot,-x x.c`, want: "power"},
+		{cmd: `apt-get -o APT::Update::Pre-Invoke::=reboot update`, want: "power"},
+		{cmd: `valgrind reboot`, want: "power"},
+		{cmd: `perf stat -- reboot`, want: "power"},
+		{cmd: `hyperfine 'reboot'`, want: "power"},
+		{cmd: `uv run reboot`, want: "power"},
+		{cmd: `bundle exec reboot`, want: "power"},
+		{cmd: `cabal exec -- reboot`, want: "power"},
+		{cmd: `choom -n 0 reboot`, want: "power"},
+		{cmd: `aa-exec -p x reboot`, want: "power"},
+		{cmd: `sem reboot`, want: "power"},
+		{cmd: `watch -x reboot`, want: "power"},
+		{cmd: `split --filter=reboot /etc/hosts`, want: "power"},
+		{cmd: `socat stdin exec:reboot`, want: "power"},
+		{cmd: `nc -e /sbin/reboot host 1`, want: "power"},
+		{cmd: `openvpn --up 'reboot'`, want: "power"},
+		{cmd: `mysql -e '\! reboot'`, want: "power"},
+		{cmd: `man -P reboot ls`, want: "power"},
+		{cmd: `make --eval=$'x:\n\treboot'`, want: "power"},
+		{cmd: `zip x.zip a -T -TT 'reboot #'`, want: "power"},
+		{cmd: `timeout 7d reboot`, want: "power"},
+	}, nil))
+	runCases(t, "interpreter", []tcase{
+		{cmd: `python3 -c 'import os; os.system("reboot")'`, want: "power"},
+		{cmd: `python3 -c 'import subprocess; subprocess.run(["rm", "-rf", "/"])'`, want: "rm-root"},
+		{cmd: `perl -e 'exec "reboot"'`, want: "power"},
+		{cmd: `ruby -e 'system("rm -rf /")'`, want: "rm-root"},
+		{cmd: `node -e 'require("child_process").execSync("reboot")'`, want: "power"},
+		{cmd: `php -r 'system("reboot");'`, want: "power"},
+		{cmd: `lua -e 'os.execute("reboot")'`, want: "power"},
+		{cmd: "julia -e 'run(`reboot`)'", want: "power"},
+		{cmd: `expect -c 'spawn reboot'`, want: "power"},
+		{cmd: `emacs --eval '(shell-command "reboot")'`, want: "power"},
+		{cmd: `python3 -c 'import os; os.system("reboot")'`, mode: ModeStrict, want: "inline-code"},
+		{cmd: `expect -c 'spawn reboot'`, mode: ModeStrict, want: "inline-code"},
+	})
+	runCases(t, "reads only", withStrictCopies([]tcase{
+		{cmd: `echo 'rm -rf /'`, want: allow},
+		{cmd: `printf 'reboot\n'`, want: allow},
+		{cmd: `grep -r reboot .`, want: allow},
+		{cmd: `git commit -m 'rm -rf /'`, want: allow},
+		{cmd: `git log --oneline`, want: allow},
+		{cmd: `gdb -batch -ex bt ./a.out`, want: allow},
+		{cmd: `fzf --preview 'cat {}'`, want: allow},
+		{cmd: `tar -czf out.tgz src`, want: allow},
+		{cmd: `npx eslint .`, want: allow},
+		{cmd: `git -c user.name=x commit -m 'reboot'`, want: allow},
+		{cmd: `ssh host uptime`, want: allow},
+		{cmd: `python3 -c 'print("rm -rf /")'`, want: allow},
+	}, nil))
+}
+
+// TestExplainNamesTheEntry: a command judged because of the table's entry
+// says so.
+func TestExplainNamesTheEntry(t *testing.T) {
+	d, steps := Default().Explain(`cpulimit -l 5 -f reboot`)
+	if d.Allowed || len(steps) == 0 {
+		t.Fatalf("%+v %+v", d, steps)
+	}
+	d, steps = Default().Explain(`git -c core.pager='rm -rf /' log`)
+	last := steps[len(steps)-1]
+	if d.Rule != "rm-root" || last.Via != "git -c: a command line" || last.Command != "rm -rf /" {
+		t.Fatalf("%+v %+v", d, steps)
+	}
+}
