@@ -79,6 +79,9 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			c.refuse(RuleMkfs, match.String())
 		}
 	case "fdisk", "sfdisk", "parted", "sgdisk", "gdisk", "blkdiscard", "cfdisk":
+		if listsOnly(name, args) {
+			return // sfdisk -l /dev/sda, parted /dev/sda print: reads the table
+		}
 		for _, a := range operands(args) {
 			if isBlockDevice(a.s) {
 				c.refuse(RuleBlockDevice, match.String())
@@ -179,6 +182,9 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			}
 			return
 		case kind&kindPrivilege != 0:
+			if name == "systemd-run" && slices.Contains(options(args), "--user") {
+				break // the caller's own service manager: as the same user; the table judges what it runs
+			}
 			c.refuse(RulePrivilege, match.String())
 			return
 		}
@@ -379,11 +385,32 @@ func longOpt(a, full string, min int) bool {
 	return len(a) >= min && strings.HasPrefix(full, a)
 }
 
+// listsOnly reports whether a partitioning program's options or verb only
+// read the partition table: its listings, dumps and checks.
+func listsOnly(name string, args []word) bool {
+	for _, a := range options(args) {
+		switch strings.SplitN(a, "=", 2)[0] {
+		case "-l", "--list", "-s", "--show-size", "-d", "--dump", "-J", "--json", "-V", "--verify", "-g", "--show-geometry",
+			"-F", "--list-free", "--help", "-h", "--version", "-v", "-p", "--print":
+			return name != "blkdiscard" && name != "parted" || a == "-l" || a == "--list" || a == "--help" || a == "-h"
+		}
+	}
+	if name == "parted" {
+		ops := operands(args)
+		return len(ops) == 2 && ops[1].s == "print"
+	}
+	return false
+}
+
 // formatter is the rule of the programs that make a filesystem, swap or an
 // empty disk: Windows' formatters name no /dev; the others are refused only
 // when aimed at a device.
 func (c *checker) formatter(name string, args []word, match *commandText) {
-	if name == "diskpart" || name == "format" || formatsDevice(args) {
+	p := lookupProgram(name)
+	if p == nil {
+		p = lookupProgram("mkfs")
+	}
+	if name == "diskpart" || name == "format" || formatsDeviceAs(p, args) {
 		c.refuse(RuleMkfs, match.String())
 	}
 }
@@ -392,15 +419,49 @@ func (c *checker) formatter(name string, args []word, match *commandText) {
 // at a target only known at run time): --help, --version or a dry run (-n) write
 // nothing, and a regular file (a disk image) is harmless.
 func formatsDevice(args []word) bool {
-	for _, a := range options(args) {
-		if a == "--help" || a == "-h" || a == "-V" || a == "--version" || a == "-n" || a == "--dry-run" || a == "--noact" {
+	return formatsDeviceAs(lookupProgram("mkfs"), args)
+}
+
+// formatsDeviceAs is formatsDevice with the options of the program p, so
+// that an option's value is not taken for an option or an operand
+// (mkfs.ext4 -L -n /dev/sda1: -n is the label).
+func formatsDeviceAs(p *program, args []word) bool {
+	var operands []word
+	dashdash := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if dashdash || a.dynamic || len(a.s) < 2 || a.s[0] != '-' {
+			operands = append(operands, a)
+			continue
+		}
+		if a.s == "--" {
+			dashdash = true
+			continue
+		}
+		if o, _, _, next := p.optionOf(a.s); o != nil && o.takes {
+			if next {
+				i++
+			}
+			continue
+		}
+		if dryRunFlag(a.s) {
 			return false
 		}
 	}
-	for _, a := range operands(args) {
+	for _, a := range operands {
 		if a.dynamic || strings.HasPrefix(systemPath(a.s), "/dev/") {
 			return true
 		}
+	}
+	return false
+}
+
+// dryRunFlag reports whether a formatter's option word asks for help, its
+// version or a dry run (-n), which write nothing.
+func dryRunFlag(a string) bool {
+	switch a {
+	case "--help", "-h", "-V", "--version", "-n", "-N", "--dry-run", "--noact":
+		return true
 	}
 	return false
 }

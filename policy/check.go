@@ -147,6 +147,12 @@ type checker struct {
 	// being judged, to tell a call before a function's definition.
 	callSrc string
 	callPos uint
+	// lenient counts the unknown programs whose arguments are being judged
+	// as command lines (unknownArgs): strict's own rules do not refuse them.
+	lenient int
+	// inBody: the judging walk is in a function's body, outside any call
+	// of it (replay); bodyDepth counts the function calls being judged.
+	inBody bool
 	// via, while Explain traces, names the table's entry that judges the
 	// words being judged (programArgs), for their steps.
 	via string
@@ -237,7 +243,7 @@ func (c *checker) forget() {
 	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
 	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
 	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
-	c.shellLevel, c.callSrc, c.callPos = 0, "", 0
+	c.shellLevel, c.callSrc, c.callPos, c.lenient, c.inBody = 0, "", 0, 0, false
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -262,6 +268,9 @@ func (c *checker) decision() Decision {
 func (c *checker) refuse(r Rule, match string) {
 	if c.refusal != nil {
 		return
+	}
+	if c.lenient > 0 && strictOnly(r) {
+		return // an unknown program's argument, read as a command line: only the rules of both modes
 	}
 	if c.steps > maxSteps {
 		r, match = RuleTooComplex, ""
@@ -438,10 +447,15 @@ func isCodeVar(name string) bool {
 
 // codeVar judges the value of a code variable as the script it is.
 func (c *checker) codeVar(name, value string, depth int) {
-	if strings.HasPrefix(name, "BASH_FUNC_") {
+	switch {
+	case strings.HasPrefix(name, "BASH_FUNC_"):
 		value = strings.TrimPrefix(strings.TrimSpace(value), "()") // () { body }
+	case name == "LESSOPEN" || name == "LESSCLOSE":
+		// less runs "|cmd %s" (or "||cmd", "|-cmd") with the file's name for %s.
+		value = strings.TrimLeft(strings.TrimSpace(value), "|-")
+		value = strings.ReplaceAll(value, "%s", "file")
 	}
-	c.script(value, depth+1)
+	c.childScript(value, depth+1)
 }
 
 // parsers are reused, with their reader: a parser's buffers are most of the

@@ -3,6 +3,7 @@ package policy
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -51,7 +52,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.refuse(RuleEvalFetched, match.String()) // $(curl ...) runs the downloaded words
 			return
 		}
-		if c.strict() {
+		if c.strict() && !c.unboundPositional(argv[0]) {
 			c.refuse(RuleDynamicCommand, match.String())
 			return
 		}
@@ -114,6 +115,10 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 					return
 				}
 			}
+		} else if c.strict() && kind == 0 && !isFunc && !c.hasAlias(name) {
+			if c.unknownArgs(name, argv, depth); c.done() {
+				return
+			}
 		}
 	}
 	if c.strict() && inlineCode(name, argv[1:]) && c.p.allowlist[name] == nil {
@@ -152,6 +157,58 @@ func (c *checker) shadows(f funcDef) bool {
 		return false
 	}
 	return f.src != c.callSrc || c.callPos > f.pos
+}
+
+// unboundPositional reports whether w, a command name, is the positional
+// parameters ("$@", "$1", ...) of a function's body judged outside any
+// call: each call with arguments judges the body again with them bound
+// (retry(){ "$@"; }; retry make test), and without arguments nothing runs.
+func (c *checker) unboundPositional(w word) bool {
+	if !c.inBody || len(c.vars) > 0 && (c.vars["@"] != nil || c.vars["1"] != nil) {
+		return false
+	}
+	s := strings.Trim(w.s, `"{}$`)
+	return s == "@" || s == "*" || len(s) == 1 && s[0] >= '1' && s[0] <= '9'
+}
+
+// unknownArgs judges, in strict mode, the arguments of a program the table
+// does not know: each that parses as a command line is judged as one
+// (unknowntool 'rm -rf /'), by the rules of both modes, since an unknown
+// program may run any of its arguments.
+func (c *checker) unknownArgs(name string, argv []word, depth int) {
+	for i, a := range argv[1:] {
+		s := a.s
+		if a.dynamic || s == "" {
+			continue
+		}
+		if strings.HasPrefix(s, "-") {
+			_, v, ok := strings.Cut(s, "=")
+			if !ok || v == "" {
+				continue
+			}
+			s = v // --exec='rm -rf /'
+		}
+		if _, err := c.parse(s); err != nil {
+			continue // not a command line
+		}
+		old := c.via
+		if c.trace != nil {
+			c.via = name + " argument " + strconv.Itoa(i+1) + ": not in the table of programs, read as a command line (strict)"
+		}
+		c.lenient++
+		c.childScript(s, depth+1)
+		c.lenient--
+		c.via = old
+		if c.done() {
+			return
+		}
+	}
+}
+
+// hasAlias reports whether the script made an alias of name.
+func (c *checker) hasAlias(name string) bool {
+	_, ok := c.alias(name)
+	return ok
 }
 
 // alias returns the text of an alias of name, if the script made one: most

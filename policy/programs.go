@@ -228,7 +228,17 @@ var programTable = []string{
 	"curl: -o=write --output=write -D=write --dump-header=write -c=write --cookie-jar=write --trace=write --trace-ascii=write --stderr=write --libcurl=write -K= --config= -d= --data= --data-binary= --data-raw= --data-urlencode= -F= --form= -H= --header= -X= --request= -u= --user= -A= --user-agent= -e= --referer= -b= --cookie= -T= --upload-file= -x= --proxy= -w= --write-out= -m= --max-time= --connect-timeout= --retry= -r= --range= -E= --cert= --key= --cacert= --resolve= --url= -s -S -f -L -k -v -i -I -O -J -g -G -n -N -q -Z -# --silent --show-error --fail --location --insecure --verbose --include --head --remote-name --remote-header-name --compressed --http1.1 --http2",
 	"wget: -O=write --output-document=write -o=write --output-file=write -a=write --append-output=write -P= --directory-prefix= -e= --execute= -i= --input-file= -t= --tries= -T= --timeout= -U= --user-agent= --header= --post-data= --post-file= --user= --password= --use-askpass=cmd -q -v -c -N -r -l= -k -p -m -np -nv -nc -nd -x --quiet --continue --recursive --mirror --no-check-certificate --spider",
 	"sort: -o=write --output=write -k= -t= -S= -T= --key= --field-separator= --buffer-size= --temporary-directory= --parallel= --batch-size= --compress-program=cmd -b -d -f -g -h -i -M -n -R -r -V -c -C -m -s -u -z",
-	"mkfs, mke2fs, mkfs.ext2, mkfs.ext3, mkfs.ext4, mkfs.xfs, mkfs.btrfs, mkfs.vfat, mkfs.fat, mkfs.msdos, mkfs.exfat, mkfs.ntfs, mkfs.f2fs, mkfs.minix, mkfs.bfs, mkfs.cramfs, mkfs.jfs, mkfs.reiserfs, mkfs.udf, mkdosfs, mkntfs, mkexfatfs, mkreiserfs, mkswap: -L= -U= -b= -C= -c= -d= -E= -e= -f= -g= -G= -i= -I= -j= -J= -l= -m= -M= -N= -o= -O= -r= -t= -T= -z= -s= -S= -n= -F= -p= -P= -R= -i= --label= --uuid= --type= --sectorsize= 1=dev",
+	// Formatters: which options take a value matters, so that a value is
+	// not taken for the dry run (-n) nor the device for a value.
+	"mkfs, mke2fs, mkfs.ext2, mkfs.ext3, mkfs.ext4: -L= -U= -b= -C= -d= -E= -e= -G= -g= -i= -I= -J= -l= -m= -M= -N= -o= -O= -r= -t= -T= -z= -c -D -F -j -K -n -q -S -v 1=dev",
+	"mkfs.vfat, mkfs.fat, mkfs.msdos, mkdosfs: -n= -F= -S= -s= -f= -i= -h= -r= -R= -b= -l= -D= -g= -m= -M= -a -c -C -I -v 1=dev",
+	"mkfs.xfs: -L= -b= -d= -i= -l= -n= -m= -p= -r= -s= -f -q -K -N 1=dev",
+	"mkfs.btrfs: -L= -U= -d= -m= -n= -s= -O= -r= -R= -M -f -q -K 1=dev",
+	"mkfs.exfat, mkexfatfs: -L= -n= -c= -b= -i= -s= -f -q -v 1=dev",
+	"mkfs.ntfs, mkntfs: -L= -c= -s= -p= -H= -S= -z= -n -f -Q -q -v -F -I 1=dev",
+	"mkfs.f2fs: -l= -a= -c= -d= -e= -E= -i= -o= -O= -s= -t= -z= -f -q 1=dev",
+	"mkswap: -L= -U= -p= -e= --label= --uuid= --pagesize= --endianness= -c -f -v 1=dev",
+	"mkfs.minix, mkfs.bfs, mkfs.cramfs, mkfs.jfs, mkfs.reiserfs, mkfs.udf, mkreiserfs: -L= -l= -b= -V= -n= -i= -f -q 1=dev",
 	"wipefs: -o= -t= -b= -p= --offset= --types= --backup= -a -f -n -q -i -J --all --force --no-act --noheadings --json 1+=dev",
 	"badblocks: -b= -c= -d= -e= -i= -o=write -p= -t= -w -n -s -v -f -B 1=dev",
 	"fdisk, cfdisk, sgdisk, gdisk, parted, blkdiscard, sfdisk: -b= -c= -C= -H= -S= -u= -L= -t= -X= -Y= -w= -W= -N= -A= -U= -o= --sector-size= --label= --type= --output= -a -f -s -v -q 1=dev",

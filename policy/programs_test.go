@@ -306,3 +306,63 @@ func TestExplainNamesTheEntry(t *testing.T) {
 		t.Fatalf("%+v %+v", d, steps)
 	}
 }
+
+// TestStrictUnknownPrograms: strict reads an argument of a program the
+// table does not know as a command line when it parses as one; standard
+// keeps it data.
+func TestStrictUnknownPrograms(t *testing.T) {
+	runCases(t, "unknown program", []tcase{
+		{cmd: `unknowntool 'rm -rf /'`, mode: ModeStrict, want: "rm-root"},
+		{cmd: `unknowntool --exec='reboot'`, mode: ModeStrict, want: "power"},
+		{cmd: `./deploy.sh x 'sh -c reboot'`, mode: ModeStrict, want: "power"},
+		{cmd: `unknowntool 'rm -rf /'`, want: allow},
+		{cmd: `./deploy.sh '*.go' 'a|b' "it's"`, mode: ModeStrict, want: allow},
+		{cmd: `unknowntool 'hello world' --name=x`, mode: ModeStrict, want: allow},
+		{cmd: `grep 'rm -rf /' notes.txt`, mode: ModeStrict, want: allow},
+		{cmd: `f(){ :; }; f 'rm -rf /'`, mode: ModeStrict, want: allow},
+	})
+	_, steps := Explain(t, ModeStrict, `unknowntool 'rm -rf /'`)
+	if last := steps[len(steps)-1]; !strings.Contains(last.Via, "not in the table") {
+		t.Errorf("steps %+v: the refusal does not say the program is not in the table", steps)
+	}
+}
+
+// Explain is Policy.Explain in mode.
+func Explain(t *testing.T, mode Mode, cmd string) (Decision, []Step) {
+	p, err := New(Config{Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Explain(cmd)
+}
+
+// TestDeveloperForms: what developers run stays allowed; the formatter's
+// options are read with their values.
+func TestDeveloperForms(t *testing.T) {
+	runCases(t, "developer", withStrictCopies([]tcase{
+		{cmd: `sfdisk -l /dev/sda`, want: allow},
+		{cmd: `fdisk -l /dev/nvme0n1`, want: allow},
+		{cmd: `parted /dev/sda print`, want: allow},
+		{cmd: `systemd-run --user --scope make`, want: allow},
+		{cmd: `mkfs.ext4 disk.img`, want: allow},
+		{cmd: `mkfs.ext4 -n /dev/sda1`, want: allow},
+		{cmd: `mkfs.xfs -N /dev/nvme0n1`, want: allow},
+		{cmd: `[ -f go.mod ] && go test ./...`, want: allow},
+		{cmd: `sfdisk /dev/sda < layout`, want: "block-device-write"},
+		{cmd: `parted /dev/sda mklabel gpt`, want: "block-device-write"},
+		{cmd: `systemd-run --scope make`, want: "privilege-escalation"},
+		{cmd: `systemd-run --user rm -rf /`, want: "rm-root"},
+		{cmd: `mkfs.ext4 -L -n /dev/sda1`, want: "mkfs"},
+		{cmd: `mkfs.ext4 -L x -F /dev/sda1`, want: "mkfs"},
+		{cmd: `mkfs.vfat -n BOOT /dev/sdb1`, want: "mkfs"},
+		{cmd: `mkfs.vfat -F 32 /dev/sdb1`, want: "mkfs"},
+		{cmd: `LESSOPEN='| rm -rf /' less x`, want: "rm-root"},
+		{cmd: `retry(){ "$@"; }; retry rm -rf /`, want: "rm-root"},
+	}, nil))
+	runCases(t, "developer strict", []tcase{
+		{cmd: `LESSOPEN='| lesspipe %s' less x`, mode: ModeStrict, want: allow},
+		{cmd: `retry(){ "$@"; }; retry make test`, mode: ModeStrict, want: allow},
+		{cmd: `retry(){ "$@"; }; retry "$x"`, mode: ModeStrict, want: "dynamic-command"},
+		{cmd: `retry(){ "$@"; }; retry $(cat f)`, mode: ModeStrict, want: "dynamic-command"},
+	})
+}

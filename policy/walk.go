@@ -573,13 +573,16 @@ func (w *treeWalk) command(n syntax.Command) {
 type judgeEvent struct {
 	steps int
 	node  syntax.Node
+	// inBody: the node is in a function's body (which the judging walk
+	// judges outside any call of it, with no arguments bound).
+	inBody bool
 }
 
 // event records the judging walk's action at n, and the walk's steps since
 // the last; the step of n's own entry, which follows at once, is the
 // judging walk's, taken by replay.
 func (w *treeWalk) event(n syntax.Node) {
-	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark, node: n})
+	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark, node: n, inBody: len(w.open) > 0})
 	w.mark = w.walked + 1
 }
 
@@ -607,6 +610,7 @@ func (c *checker) replay(src string, start, depth int) {
 			break
 		}
 		c.step()
+		c.inBody = ev.inBody
 		switch n := ev.node.(type) {
 		case *syntax.Stmt:
 			c.redirects(src, n, &ws)
@@ -621,6 +625,7 @@ func (c *checker) replay(src string, start, depth int) {
 		default:
 			panic(fmt.Sprintf("replay: unexpected node type %T", n))
 		}
+		c.inBody = false
 	}
 	c.putWalkState(ws)
 }
@@ -635,7 +640,15 @@ func (c *checker) replay(src string, start, depth int) {
 // the parser makes no stage that is.) Past the step budget the walk stops
 // and the test is left unfinished, as nothing is judged then.
 func (w *treeWalk) body(n *syntax.FuncDecl) {
-	if !w.collect || n.Name == nil {
+	if !w.collect {
+		// The body, judged outside any call of it (replay's judgeEvent.inBody).
+		in := w.c.inBody
+		w.c.inBody = true
+		w.stmt(n.Body)
+		w.c.inBody = in
+		return
+	}
+	if n.Name == nil {
 		w.stmt(n.Body)
 		return
 	}

@@ -617,7 +617,8 @@ func unescapeLit(s string, quoted bool) (string, bool) {
 		return s, false
 	}
 	if strings.IndexByte(s[i:], '\\') < 0 {
-		return s, !quoted // glob characters and no backslash: nothing to rewrite
+		// Glob characters and no backslash: nothing to rewrite.
+		return s, !quoted && (s[i] != '[' || strings.IndexByte(s[i:], ']') >= 0 || strings.ContainsAny(s[i:], "*?"))
 	}
 	var b strings.Builder
 	glob := false
@@ -635,8 +636,8 @@ func unescapeLit(s string, quoted bool) (string, bool) {
 				continue
 			}
 		}
-		if !quoted && (ch == '*' || ch == '?' || ch == '[') {
-			glob = true
+		if !quoted && (ch == '*' || ch == '?' || ch == '[' && strings.IndexByte(s[i+1:], ']') >= 0) {
+			glob = true // a [ without its ] is itself: [ -f x ] runs [
 		}
 		b.WriteByte(ch)
 	}
