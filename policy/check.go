@@ -147,6 +147,12 @@ type checker struct {
 	// being judged, to tell a call before a function's definition.
 	callSrc string
 	callPos uint
+	// outFed are the commands of output process substitutions of
+	// arguments (tee >(sh)), with the command that writes to them.
+	outFed map[*syntax.CallExpr]string
+	// intVars are the names the script declares integers (declare -i):
+	// what is assigned to them is arithmetic.
+	intVars map[string]bool
 	// lenient counts the unknown programs whose arguments are being judged
 	// as command lines (unknownArgs): strict's own rules do not refuse them.
 	lenient int
@@ -243,7 +249,7 @@ func (c *checker) forget() {
 	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
 	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
 	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
-	c.shellLevel, c.callSrc, c.callPos, c.lenient, c.inBody = 0, "", 0, 0, false
+	c.shellLevel, c.callSrc, c.callPos, c.lenient, c.inBody, c.intVars, c.outFed = 0, "", 0, 0, false, nil, nil
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -967,10 +973,29 @@ func (c *checker) judgeBinary(src string, n *syntax.BinaryCmd, ws *walkState) {
 
 // judgeDecl judges export, declare, local, readonly and typeset.
 func (c *checker) judgeDecl(n *syntax.DeclClause, depth int) {
+	integer := false
 	for _, as := range n.Args {
-		if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+		if as.Name == nil && as.Value != nil {
+			// An option: -i makes the names integers, whose assignments are
+			// arithmetic, where a subscript runs its substitutions.
+			if f := wordLit(as.Value); len(f) > 1 && f[0] == '-' && strings.IndexByte(f, 'i') > 0 {
+				integer = true
+			}
+			continue
+		}
+		if as.Name != nil && integer {
+			if c.intVars == nil {
+				c.intVars = map[string]bool{}
+			}
+			c.intVars[as.Name.Value] = true
+		}
+		if as.Name != nil && as.Value != nil {
 			if v, ok := c.staticString(as.Value); ok {
-				c.codeVar(as.Name.Value, v, depth)
+				if isCodeVar(as.Name.Value) {
+					c.codeVar(as.Name.Value, v, depth)
+				} else if integer || c.intVars[as.Name.Value] {
+					c.let(v, depth)
+				}
 			}
 		}
 	}
@@ -1044,6 +1069,11 @@ func readers(out []*syntax.CallExpr, st *syntax.Stmt) []*syntax.CallExpr {
 		return readersOf(out, cmd.Stmts)
 	case *syntax.Subshell:
 		return readersOf(out, cmd.Stmts)
+	case *syntax.BinaryCmd:
+		if cmd.Op == syntax.AndStmt || cmd.Op == syntax.OrStmt {
+			// (cd x && sh): the list's commands share the stage's stdin.
+			return readers(readers(out, cmd.X), cmd.Y)
+		}
 	}
 	return out
 }
@@ -1202,6 +1232,21 @@ func unescapeOne(s string) (string, int) {
 		return "\t", 2
 	case '\\':
 		return "\\", 2
+	case 'u', 'U':
+		// \uHHHH, \UHHHHHHHH: bash's printf writes the character.
+		width := 4
+		if s[1] == 'U' {
+			width = 8
+		}
+		n := 2
+		for n < len(s) && n < 2+width && isHex(s[n]) {
+			n++
+		}
+		if n == 2 {
+			return s[:2], 2
+		}
+		v, _ := strconv.ParseUint(s[2:n], 16, 32)
+		return string(rune(v)), n
 	case 'x':
 		n := 2
 		for n < len(s) && n < 4 && isHex(s[n]) {
@@ -1353,6 +1398,12 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 		if r.Word == nil {
 			continue
 		}
+		if ps := outSubst(r.Word); ps != nil && r.Op != syntax.RdrIn {
+			// echo x > >(sh): the substitution's commands read what the
+			// statement writes, as a pipe's next stage does.
+			c.feedOutSubst(src, st, ps, ws)
+			continue
+		}
 		target, ok := c.staticString(r.Word)
 		if !ok && r.Op != syntax.RdrIn {
 			if text := sourceOf(src, r.Word); mentionsHome(text) && homeSpelling.MatchString(text) {
@@ -1390,6 +1441,33 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 	}
 }
 
+// outSubst returns the output process substitution a word is, if it is one.
+func outSubst(w *syntax.Word) *syntax.ProcSubst {
+	if len(w.Parts) != 1 {
+		return nil
+	}
+	if ps, ok := w.Parts[0].(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
+		return ps
+	}
+	return nil
+}
+
+// feedOutSubst records that the commands of ps read what st writes: the
+// literal output of an echo or printf, else text strict does not judge.
+func (c *checker) feedOutSubst(src string, st *syntax.Stmt, ps *syntax.ProcSubst, ws *walkState) {
+	var stdin []string
+	known := false
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok {
+		stdin, known = c.literalOutput(src, call)
+	}
+	var readerBuf [4]*syntax.CallExpr
+	for _, call := range readersOf(readerBuf[:0], ps.Stmts) {
+		ctx := ws.ctxs[call]
+		ctx.piped, ctx.pipeline, ctx.stdin, ctx.stdinKnow = true, sourceOf(src, st), stdin, known
+		ws.setCtx(call, ctx)
+	}
+}
+
 // call judges one simple command, in every reading its expansions allow.
 func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth int) {
 	for _, as := range call.Assigns {
@@ -1400,11 +1478,36 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 				c.refuse(RuleDynamicCommand, sourceOf(src, as))
 			}
 		}
+		if len(c.intVars) > 0 && as.Name != nil && as.Value != nil && c.intVars[as.Name.Value] {
+			if v, ok := c.staticString(as.Value); ok {
+				c.let(v, depth) // declare -i x; x='a[$(cmd)]': arithmetic
+			}
+		}
 	}
 	if len(call.Args) == 0 || c.done() {
 		return // assignments only
 	}
 	c.callSrc, c.callPos = src, call.Pos().Offset()
+	for _, w := range call.Args[1:] {
+		if len(w.Parts) == 1 {
+			if ps, ok := w.Parts[0].(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
+				// tee >(sh): the substitution's commands read what the
+				// command writes into it.
+				if c.outFed == nil {
+					c.outFed = map[*syntax.CallExpr]string{}
+				}
+				var readerBuf [4]*syntax.CallExpr
+				for _, r := range readersOf(readerBuf[:0], ps.Stmts) {
+					c.outFed[r] = sourceOf(src, call)
+				}
+			}
+		}
+	}
+	if len(c.outFed) > 0 {
+		if from, ok := c.outFed[call]; ok && !ctx.piped {
+			ctx.piped, ctx.pipeline = true, from
+		}
+	}
 	for _, argv := range c.callArgs(src, call, false) {
 		if c.done() {
 			return

@@ -74,6 +74,14 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.cwd = ""
 	case "hash":
 		c.hash(argv[1:])
+	case "printf", "test", "[", "unset", "read", "mapfile", "readarray", "wait", "declare", "typeset", "local", "export", "readonly":
+		// Names these builtins take may be array elements, whose subscripts
+		// are arithmetic: printf -v 'a[$(cmd)]', test -v 'a[$(cmd)]'.
+		for _, a := range argv[1:] {
+			if k := strings.IndexByte(a.s, '['); !a.dynamic && k > 0 && envName(a.s[:k]) && (strings.Contains(a.s, "$(") || strings.IndexByte(a.s, '`') >= 0) {
+				c.let(a.s, depth)
+			}
+		}
 	}
 	f, isFunc := c.function(name)
 	isFunc = isFunc && direct && c.shadows(f)
@@ -419,6 +427,12 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		}
 		for p := 0; p < w.positional && i < len(rest); p++ {
 			i++
+		}
+		if i >= len(rest) && name == "parallel" {
+			// parallel without a command runs the command lines it reads on
+			// stdin, as a shell does.
+			argv = []word{{s: "sh"}}
+			continue
 		}
 		if i >= len(rest) {
 			return nil, "", 0, false, false, false // the wrapper alone runs nothing of concern

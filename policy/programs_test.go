@@ -366,3 +366,36 @@ func TestDeveloperForms(t *testing.T) {
 		{cmd: `retry(){ "$@"; }; retry $(cat f)`, mode: ModeStrict, want: "dynamic-command"},
 	})
 }
+
+// TestStrictFailsClosed: what the checker decodes it judges; what it cannot,
+// strict refuses.
+func TestStrictFailsClosed(t *testing.T) {
+	runCases(t, "decode", withStrictCopies([]tcase{
+		{cmd: `$(printf '\u0072m') -rf /`, want: "rm-root"},
+		{cmd: `$(printf '\U00000072m') -rf /`, want: "rm-root"},
+		{cmd: `$'rm\0x' -rf /`, want: "rm-root"},
+		{cmd: "`echo \\`echo rm\\`` -rf /", want: "rm-root"},
+		{cmd: `declare -i x; x='a[$(reboot)]'`, want: "power"},
+		{cmd: `declare -i x='a[$(reboot)]'`, want: "power"},
+		{cmd: `printf -v 'a[$(reboot)]' x`, want: "power"},
+		{cmd: `test -v 'a[$(reboot)]'`, want: "power"},
+		{cmd: `[ -v 'a[$(reboot)]' ]`, want: "power"},
+		{cmd: `(( a[$(reboot)] ))`, want: "power"},
+		{cmd: `echo 'rm -rf /' > >(sh)`, want: "rm-root", alt: []string{"pipe-to-interpreter"}},
+		{cmd: `echo 'rm -rf /' | parallel`, want: "rm-root", alt: []string{"pipe-to-interpreter"}},
+		{cmd: `curl -s x | (cd /tmp && sh)`, want: "fetch-pipe-shell"},
+	}, nil))
+	runCases(t, "fail closed", pairs([]strictPair{
+		{cmd: `echo hi > >(sh)`, rule: "pipe-to-interpreter"},
+		{cmd: `tee >(bash) < f`, rule: "pipe-to-interpreter"},
+		{cmd: `cat cmds | parallel`, rule: "pipe-to-interpreter"},
+		{cmd: `cat cmds | parallel -j4`, rule: "pipe-to-interpreter"},
+	}))
+	runCases(t, "decoded harmless", withStrictCopies([]tcase{
+		{cmd: `printf 'caf\u00e9\n'`, want: allow},
+		{cmd: `declare -i n=3; n=n+1`, want: allow},
+		{cmd: `printf -v x '%s' y`, want: allow},
+		{cmd: `echo hi > >(cat)`, want: allow},
+		{cmd: `parallel echo ::: a b`, want: allow},
+	}, nil))
+}

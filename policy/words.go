@@ -710,6 +710,9 @@ func ansiC(s string) string {
 				b.WriteString(`\x`)
 				continue
 			}
+			if n == 0 {
+				return b.String() // a NUL ends the string
+			}
 			b.WriteByte(byte(n))
 			i += k
 		case 'u', 'U':
@@ -735,6 +738,9 @@ func ansiC(s string) string {
 			for k < 3 && i+k < len(s) && s[i+k] >= '0' && s[i+k] <= '7' {
 				n = n*8 + int(s[i+k]-'0')
 				k++
+			}
+			if n == 0 {
+				return b.String() // bash ends the string at a NUL: $'rm\0x' is rm
 			}
 			b.WriteByte(byte(n))
 			i += k - 1
