@@ -61,6 +61,7 @@ type program struct {
 	// never a cluster of short ones.
 	noCluster bool
 	inplace   bool // -i/--in-place makes the operands written (sed)
+	oldStyle  bool // the first word may be a cluster of options without its dash (tar cf)
 	subs      map[string]*program
 	// active is false for a program none of whose words is anything but
 	// data: its words need no reading.
@@ -157,6 +158,8 @@ func compileProgram(name, spec string) *program {
 			p.noDD = true
 		case tok == "nocluster":
 			p.noCluster = true
+		case tok == "oldstyle":
+			p.oldStyle = true
 		case tok == "inplace":
 			p.inplace, p.active = true, true
 		case key == "cfg":
@@ -363,6 +366,9 @@ func (c *checker) programArgs(p *program, name string, argv []word, depth int) {
 	sawScript := false
 	for i := 0; i < len(args) && !c.done(); i++ {
 		a := args[i]
+		if i == 0 && p.oldStyle && !a.dynamic && a.s != "" && a.s[0] != '-' {
+			a.s = "-" + a.s // tar cf FILE: the first word is a cluster of options
+		}
 		if !dashdash && !a.dynamic && len(a.s) > 1 && a.s[0] == '-' {
 			if a.s == "--" && !p.noDD {
 				dashdash = true
@@ -438,7 +444,17 @@ func (c *checker) programArgs(p *program, name string, argv []word, depth int) {
 		return
 	}
 	if p.last.role != roleData && operand >= 2 && operand <= len(opIdx) {
-		c.programWordOf(argv, name, "last operand", p.last, args[opIdx[operand-1]], nil, depth)
+		dest := args[opIdx[operand-1]]
+		c.programWordOf(argv, name, "last operand", p.last, dest, nil, depth)
+		if src := args[opIdx[0]]; !c.done() && p.last.role == roleWrite && !dest.dynamic && !src.dynamic {
+			// The target may be a directory (cp x /etc/, rsync -a ./etc/ /etc/):
+			// what is written is then the source's name in it.
+			base := path.Base(src.s)
+			if base == "." || base == "/" || base == ".." {
+				base = "x"
+			}
+			c.programWordOf(argv, name, "last operand", p.last, word{s: strings.TrimSuffix(dest.s, "/") + "/" + base}, nil, depth)
+		}
 	}
 	if inplace {
 		for k, idx := range opIdx {

@@ -188,15 +188,6 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			c.refuse(RulePrivilege, match.String())
 			return
 		}
-		var targets [4]string // room for what nearly every command writes, on the stack
-		for _, target := range writtenPaths(targets[:0], name, args) {
-			if rule, ok := c.writeRule(target); ok {
-				c.refuse(rule, match.String()) // the match text only for a refusal
-			}
-			if c.done() {
-				return
-			}
-		}
 	}
 }
 
@@ -275,8 +266,8 @@ var systemDirs = map[string]bool{
 // read from the working directory the script moved to (cd /; rm -rf *).
 func (c *checker) anyRootPath(ws []word) bool {
 	for _, w := range ws {
-		if c.cwd != "" && !w.dynamic && !strings.HasPrefix(w.s, "/") && !strings.HasPrefix(w.s, "~") {
-			w.s = c.cwd + "/" + w.s
+		if !w.dynamic && !strings.HasPrefix(w.s, "/") && !strings.HasPrefix(w.s, "~") && (c.cwd != "" || strings.HasPrefix(w.s, "..")) {
+			w.s = c.dir() + "/" + w.s // rm -rf .. climbs from the working directory
 		}
 		if isRootPath(w) {
 			return true
@@ -468,70 +459,6 @@ func dryRunFlag(a string) bool {
 
 // destroyingVerbs are the subcommands of nvme and cryptsetup that wipe a device.
 var destroyingVerbs = map[string]bool{"format": true, "sanitize": true, "luksFormat": true, "erase": true, "luksErase": true, "reencrypt": true}
-
-// writtenPaths appends to out the files a command writes, for the programs
-// that write one named in their arguments.
-func writtenPaths(out []string, name string, args []word) []string {
-	switch name {
-	case "dd":
-		for _, a := range args {
-			if v, ok := strings.CutPrefix(a.s, "of="); ok {
-				out = append(out, v)
-			}
-		}
-	case "tee", "shred", "truncate":
-		for _, a := range operands(args) {
-			out = append(out, a.s)
-		}
-	case "cp", "mv", "install", "rsync", "ln":
-		if ops := operands(args); len(ops) >= 2 {
-			out = append(out, ops[len(ops)-1].s)
-		}
-	case "ddrescue":
-		if ops := operands(args); len(ops) >= 2 {
-			out = append(out, ops[1].s)
-		}
-	case "curl":
-		out = optionValues(out, args, "-o", "--output")
-	case "wget":
-		out = optionValues(out, args, "-O", "--output-document")
-	case "sort":
-		out = optionValues(out, args, "-o", "--output")
-	case "tar":
-		for i, a := range args {
-			switch {
-			case a.s == "--file" && i+1 < len(args):
-				out = append(out, args[i+1].s)
-			case strings.HasPrefix(a.s, "--file="):
-				out = append(out, a.s[len("--file="):])
-			case len(a.s) > 1 && a.s[0] != '-' && i == 0 || shortFlag(a.s, 'f'):
-				// -cf FILE, cf FILE (old style): f takes the next word.
-				if strings.IndexByte(a.s, 'f') >= 0 && i+1 < len(args) {
-					out = append(out, args[i+1].s)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// optionValues appends the values of an option, given as short or long:
-// -o FILE, -oFILE, --output FILE, --output=FILE.
-func optionValues(out []string, args []word, short, long string) []string {
-	for i, a := range args {
-		switch {
-		case a.s == short || a.s == long:
-			if i+1 < len(args) {
-				out = append(out, args[i+1].s)
-			}
-		case strings.HasPrefix(a.s, long) && strings.HasPrefix(a.s[len(long):], "="):
-			out = append(out, a.s[len(long)+1:])
-		case len(a.s) > 2 && strings.HasPrefix(a.s, short) && !strings.HasPrefix(a.s, "--"):
-			out = append(out, a.s[2:]) // -o/dev/sda
-		}
-	}
-	return out
-}
 
 var blockDevice = regexp.MustCompile(`^/dev/((sd|hd|vd|xvd|nvme|mmcblk|dm-|md|loop|sr|nbd|rbd|zram|ram|fd|mtd|ubi|bcache|zd|drbd|rsxx|nullb|pmem)[^/]*|(mapper|disk|block)/.+|root|mem|kmem|port)$`)
 

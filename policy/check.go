@@ -150,6 +150,10 @@ type checker struct {
 	// outFed are the commands of output process substitutions of
 	// arguments (tee >(sh)), with the command that writes to them.
 	outFed map[*syntax.CallExpr]string
+	// envDir is the directory an env -C that unwrap looked through runs its
+	// command in (envDirSet), for command.
+	envDir    string
+	envDirSet bool
 	// intVars are the names the script declares integers (declare -i):
 	// what is assigned to them is arithmetic.
 	intVars map[string]bool
@@ -250,6 +254,7 @@ func (c *checker) forget() {
 	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
 	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
 	c.shellLevel, c.callSrc, c.callPos, c.lenient, c.inBody, c.intVars, c.outFed = 0, "", 0, 0, false, nil, nil
+	c.envDir, c.envDirSet = "", false
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -421,7 +426,13 @@ func (c *checker) writeRule(target string) (Rule, bool) {
 	if alwaysPass[target] {
 		return Rule{}, false
 	}
-	p := systemPath(homeToTilde(strings.ReplaceAll(target, `"`, "")))
+	t := homeToTilde(strings.ReplaceAll(target, `"`, ""))
+	if t != "" && t[0] != '/' && t[0] != '~' && (c.cwd != "" || len(c.p.denyWrite) > 0) {
+		// A relative target, from the directory the script moved to, or
+		// else from the sandbox's working directory.
+		t = c.dir() + "/" + t
+	}
+	p := systemPath(t)
 	if rule, ok := writeTargets[p]; ok {
 		return rule, true
 	}
@@ -433,7 +444,24 @@ func (c *checker) writeRule(target string) (Rule, bool) {
 			return RuleDenyWrite, true
 		}
 	}
+	if len(c.p.denyWrite) > 0 && strings.ContainsAny(p, "*?[") {
+		// A glob target (> /et?/hosts) writes whatever it matches.
+		for _, g := range c.p.denyGlobs {
+			if globsMeet(p, g) {
+				return RuleDenyWrite, true
+			}
+		}
+	}
 	return Rule{}, false
+}
+
+// dir is the directory relative paths are read from: where the script
+// moved to (cd), else the sandbox's working directory.
+func (c *checker) dir() string {
+	if c.cwd != "" {
+		return c.cwd
+	}
+	return c.p.workdir()
 }
 
 // codeVars are variables whose value a program runs as shell code: git's ssh

@@ -22,6 +22,14 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 	written := len(argv)
 	argv, name, kind, extra, excused, ok := c.unwrap(argv, &ctx)
+	if c.envDirSet {
+		// env -C DIR: the command runs in DIR, and the script goes on where
+		// it was.
+		old := c.cwd
+		c.chdir([]word{{s: c.envDir}})
+		c.envDir, c.envDirSet = "", false
+		defer func() { c.cwd = old }()
+	}
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
@@ -244,9 +252,34 @@ func (c *checker) chdir(args []word) {
 		if c.cwd == "" {
 			c.cwd = "/"
 		}
-	case c.cwd != "":
-		c.cwd = cleanPath(c.cwd + "/" + ops[0].s)
+	default:
+		// A relative directory: from CDPATH's first entry, when the script
+		// set one (CDPATH=/ cd etc), else from where the script is.
+		op := ops[0].s
+		if cdpath := c.cdpath(); cdpath != "" && op != "." && op != ".." &&
+			!strings.HasPrefix(op, "./") && !strings.HasPrefix(op, "../") {
+			c.cwd = cleanPath(cdpath + "/" + op)
+			return
+		}
+		c.cwd = cleanPath(c.dir() + "/" + op)
 	}
+}
+
+// cdpath is the first directory of the CDPATH the script set, if it set one.
+func (c *checker) cdpath() string {
+	if len(c.vars) == 0 {
+		return ""
+	}
+	vals, ok := c.vars.lookup("CDPATH")
+	if !ok {
+		return ""
+	}
+	for _, d := range strings.Split(vals[0], ":") {
+		if strings.HasPrefix(d, "/") {
+			return d
+		}
+	}
+	return ""
 }
 
 // hash -p PATH NAME makes NAME run PATH: an alias, as far as judging goes.
@@ -409,6 +442,8 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 				}
 				if name == "env" && (key == "-S" || key == "--split-string") {
 					split = append(split, shellFields(v.s)...) // env -S "cmd args"
+				} else if name == "env" && (key == "-C" || key == "--chdir") {
+					c.envDir, c.envDirSet = v.s, !v.dynamic // env -C DIR CMD: CMD runs in DIR
 				} else if o.arg.role != roleData && o.arg.role != roleRest {
 					// time -o FILE, strace -o FILE: the table's role of the value.
 					if c.programWordOf(argv, name, key, o.arg, v, nil, 0); c.done() {

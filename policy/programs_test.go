@@ -399,3 +399,67 @@ func TestStrictFailsClosed(t *testing.T) {
 		{cmd: `parallel echo ::: a b`, want: allow},
 	}, nil))
 }
+
+// TestWritesAsPaths: deny_write_paths match what a write reaches, however
+// the destination is given.
+func TestWritesAsPaths(t *testing.T) {
+	deny := func(c *Config) { c.DenyWritePaths = []string{"/etc/**", "secrets/*", "~/.ssh/**"} }
+	runCases(t, "write path", []tcase{
+		{cmd: `cp x /etc/`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cp x /etc`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cp -r a b /etc`, cfg: deny, want: "deny-write-path"},
+		{cmd: `rsync -a ./etc/ /etc/`, cfg: deny, want: "deny-write-path"},
+		{cmd: `mv x /etc/cron.d/`, cfg: deny, want: "deny-write-path"},
+		{cmd: `sed -i 's/a/b/' /etc/hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `sed -e 's/a/b/' -i /etc/hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `tar -C /etc -xf x.tar`, cfg: deny, want: "deny-write-path"},
+		{cmd: `tar xf x.tar -C /etc`, cfg: deny, want: "deny-write-path"},
+		{cmd: `install -m 644 x /etc/x`, cfg: deny, want: "deny-write-path"},
+		{cmd: `install -t /etc x`, cfg: deny, want: "deny-write-path"},
+		{cmd: `tee -a /etc/hosts < x`, cfg: deny, want: "deny-write-path"},
+		{cmd: `echo x > /et?/hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `echo x > /e*/hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cd /etc && echo x > hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cd /etc; cp /tmp/x .`, cfg: deny, want: "deny-write-path"},
+		{cmd: `echo k > secrets/key`, cfg: deny, want: "deny-write-path"},
+		{cmd: `echo k > /workspace/secrets/key`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cd ~ && cp k .ssh/authorized_keys`, cfg: deny, want: "deny-write-path"},
+		{cmd: `tar cf /etc/x.tar src`, cfg: deny, want: "deny-write-path"},
+		{cmd: `cp x /tmp/`, cfg: deny, want: allow},
+		{cmd: `sed -n 1p /etc/hosts`, cfg: deny, want: allow},
+		{cmd: `sed 's/a/b/' /etc/hosts > out`, cfg: deny, want: allow},
+		{cmd: `echo x > /tmp/h?sts`, cfg: deny, want: allow},
+		{cmd: `cd /tmp && echo x > hosts`, cfg: deny, want: allow},
+		{cmd: `echo k > other/key`, cfg: deny, want: allow},
+		{cmd: `tar xf x.tar -C build`, cfg: deny, want: allow},
+	})
+}
+
+// TestWorkingDirectory: rm, chmod and writes are judged from the directory
+// the script is in, however it got there.
+func TestWorkingDirectory(t *testing.T) {
+	deny := func(c *Config) { c.DenyWritePaths = []string{"/etc/**"} }
+	runCases(t, "cwd", withStrictCopies([]tcase{
+		{cmd: `CDPATH=/ cd etc && rm -rf *`, want: "rm-root"},
+		{cmd: `CDPATH=/; cd usr; rm -rf ./*`, want: "rm-root"},
+		{cmd: `env -C / rm -rf *`, want: "rm-root"},
+		{cmd: `env --chdir=/ chmod -R 777 .`, want: "chmod-root"},
+		{cmd: `pushd / && rm -rf *`, want: "rm-root"},
+		{cmd: `cd .. && rm -rf *`, want: "rm-root"},
+		{cmd: `rm -rf ../*`, want: "rm-root"},
+		{cmd: `rm -rf "${PWD%/*}"/*`, want: "rm-root"},
+		{cmd: `cd /etc && rm -rf "$PWD"`, want: "rm-root"},
+		{cmd: `cd /usr/local && rm -rf "${PWD%/*}"`, want: "rm-root"},
+		{cmd: `env -C /tmp rm -rf *; rm -rf build`, want: allow},
+		{cmd: `cd src && rm -rf *`, want: allow},
+		{cmd: `rm -rf ../build`, want: allow},
+		{cmd: `rm -rf "$PWD/build"`, want: allow},
+		{cmd: `CDPATH=/ cd ./etc && rm -rf *`, want: allow},
+	}, nil))
+	runCases(t, "cwd write", []tcase{
+		{cmd: `env -C /etc cp x hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `CDPATH=/ cd etc && echo x > hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `pushd /etc && echo x >> hosts`, cfg: deny, want: "deny-write-path"},
+		{cmd: `echo x > "${PWD%/*}/etc/hosts"`, cfg: deny, want: "deny-write-path"},
+	})
+}
