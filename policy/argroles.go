@@ -407,7 +407,9 @@ func (c *checker) programArgs(p *program, name string, argv []word, depth int) {
 		}
 		if operand == 0 && !a.dynamic && p.subs != nil {
 			if sub := p.subs[a.s]; sub != nil {
-				c.programArgs(sub, name+" "+a.s, args[i:], depth)
+				if sub.active {
+					c.programArgs(sub, sub.name, args[i:], depth) // its name is "git rebase": no string to build
+				}
 				return
 			}
 		}
@@ -497,16 +499,17 @@ func (c *checker) programWords(name, key string, r argRole, words []word, depth 
 	if len(words) == 0 {
 		return
 	}
-	defer c.leaveVia(c.setVia(name, key, r), r)
+	old := c.setVia(name, key, r) // no defer: a panic ends the check, and its checker is not reused
 	if r.role == roleWords {
 		script := word{s: joinWords(words)}
 		for _, w := range words {
 			script.dynamic = script.dynamic || w.dynamic
 		}
 		c.commandLine(name, script, depth)
-		return
+	} else {
+		c.childCommand(words, depth+1)
 	}
-	c.childCommand(words, depth+1)
+	c.leaveVia(old, r)
 }
 
 // programWord judges one word of the role r.
@@ -517,7 +520,13 @@ func (c *checker) programWord(name, key string, r argRole, w word, after []word,
 // programWordOf is programWord with the whole command, for the text of a
 // refusal (nil: the program's name and the word).
 func (c *checker) programWordOf(whole []word, name, key string, r argRole, w word, after []word, depth int) {
-	defer c.leaveVia(c.setVia(name, key, r), r)
+	old := c.setVia(name, key, r) // no defer: a panic ends the check, and its checker is not reused
+	c.judgeWord(whole, name, r, w, after, depth)
+	c.leaveVia(old, r)
+}
+
+// judgeWord judges a word of the role r, for programWordOf.
+func (c *checker) judgeWord(whole []word, name string, r argRole, w word, after []word, depth int) {
 	switch r.role {
 	case roleCmd:
 		c.commandLine(name, w, depth)

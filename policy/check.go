@@ -145,8 +145,11 @@ type checker struct {
 	shellLevel int
 	// callSrc and callPos are the script and offset of the simple command
 	// being judged, to tell a call before a function's definition.
-	callSrc string
-	callPos uint
+	callSrc  string
+	callExpr *syntax.CallExpr
+	// outSubsts: a script of the check has an output process substitution
+	// (collect saw one), so call looks for them in its arguments.
+	outSubsts bool
 	// outFed are the commands of output process substitutions of
 	// arguments (tee >(sh)), with the command that writes to them.
 	outFed map[*syntax.CallExpr]string
@@ -154,6 +157,9 @@ type checker struct {
 	// command in (envDirSet), for command.
 	envDir    string
 	envDirSet bool
+	// cwdSaved are the directories to go back to when the commands env -C
+	// ran elsewhere end.
+	cwdSaved []string
 	// intVars are the names the script declares integers (declare -i):
 	// what is assigned to them is arithmetic.
 	intVars map[string]bool
@@ -253,8 +259,8 @@ func (c *checker) forget() {
 	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
 	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
 	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
-	c.shellLevel, c.callSrc, c.callPos, c.lenient, c.inBody, c.intVars, c.outFed = 0, "", 0, 0, false, nil, nil
-	c.envDir, c.envDirSet = "", false
+	c.shellLevel, c.callSrc, c.callExpr, c.outSubsts, c.lenient, c.inBody, c.intVars, c.outFed = 0, "", nil, false, 0, false, nil, nil
+	c.envDir, c.envDirSet, c.cwdSaved = "", false, c.cwdSaved[:0]
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -1515,8 +1521,11 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 	if len(call.Args) == 0 || c.done() {
 		return // assignments only
 	}
-	c.callSrc, c.callPos = src, call.Pos().Offset()
+	c.callSrc, c.callExpr = src, call
 	for _, w := range call.Args[1:] {
+		if !c.outSubsts {
+			break // no >(...) in the check's scripts: most
+		}
 		if len(w.Parts) == 1 {
 			if ps, ok := w.Parts[0].(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
 				// tee >(sh): the substitution's commands read what the

@@ -12,6 +12,17 @@ import (
 // command judges one simple command given as words: it looks through wrappers,
 // recurses into nested scripts, and applies the layers in order.
 func (c *checker) command(argv []word, ctx cmdContext, depth int) {
+	saved := len(c.cwdSaved)
+	c.judgeCommand(argv, ctx, depth)
+	if len(c.cwdSaved) > saved {
+		// env -C DIR ran the command in DIR: the script is where it was.
+		c.cwd = c.cwdSaved[saved]
+		c.cwdSaved = c.cwdSaved[:saved]
+	}
+}
+
+// judgeCommand is command, but for the directory env -C changes for it.
+func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 	c.step()
 	if depth > maxDepth {
 		c.refuse(RuleTooComplex, joinWords(argv))
@@ -20,22 +31,22 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
 		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
 	}
-	written := len(argv)
-	argv, name, kind, extra, excused, ok := c.unwrap(argv, &ctx)
+	if len(argv) == 0 {
+		return
+	}
+	written, first := len(argv), argv[0]
+	argv, name, entry, extra, excused, ok := c.unwrap(argv, &ctx)
+	kind := entry.kind
 	if c.envDirSet {
 		// env -C DIR: the command runs in DIR, and the script goes on where
-		// it was.
-		old := c.cwd
+		// it was (command restores it).
+		c.cwdSaved = append(c.cwdSaved, c.cwd)
 		c.chdir([]word{{s: c.envDir}})
 		c.envDir, c.envDirSet = "", false
-		defer func() { c.cwd = old }()
 	}
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
-	// A call by the bare name, through no wrapper (env, command, exec): the
-	// only call a function of the script can answer.
-	direct := len(argv) == written && !strings.Contains(argv[0].s, "/")
 	if extra {
 		// xargs appends what it reads: the literal text piped into it, or at least
 		// the start paths of a find before it (the rest stays unknown).
@@ -46,7 +57,13 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
-		c.trace = append(c.trace, Step{Command: match.String(), Via: c.via})
+		via := c.via
+		if len(argv) < written && wrappers[commandName(first.s)].prog != nil {
+			// Looked through a wrapper: the table's entry said where its command is.
+			w := wrappers[commandName(first.s)]
+			via = commandName(first.s) + " operand " + strconv.Itoa(w.positional+1) + ": a program and its arguments"
+		}
+		c.trace = append(c.trace, Step{Command: match.String(), Via: via})
 	}
 
 	if argv[0].dynamic || argv[0].glob {
@@ -92,7 +109,9 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		}
 	}
 	f, isFunc := c.function(name)
-	isFunc = isFunc && direct && c.shadows(f)
+	// Only a call by the bare name, through no wrapper (env, command,
+	// exec), can be a function's.
+	isFunc = isFunc && len(argv) == written && strings.IndexByte(argv[0].s, '/') < 0 && c.shadows(f)
 	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
@@ -125,7 +144,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 	if kind&(kindShell|kindWrapper) == 0 {
 		// The table's model of the program: the words that are code.
-		if prog := lookupProgram(name); prog != nil {
+		if prog := entry.prog; prog != nil {
 			if prog.active {
 				if c.programArgs(prog, name, argv, depth); c.done() {
 					return
@@ -172,7 +191,7 @@ func (c *checker) shadows(f funcDef) bool {
 	if !f.sure || f.level != c.shellLevel {
 		return false
 	}
-	return f.src != c.callSrc || c.callPos > f.pos
+	return f.src != c.callSrc || c.callExpr == nil || c.callExpr.Pos().Offset() > f.pos
 }
 
 // unboundPositional reports whether w, a command name, is the positional
@@ -349,20 +368,21 @@ func joinWords(ws []word) string {
 // true when an operator allow pattern matched the command at some wrapper level
 // ("sudo apt-get update"). ok is false when nothing runs (`command -v rm`) or a
 // refusal was recorded.
-func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string, kind nameKind, extra, excused, ok bool) {
+func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string, entry nameEntry, extra, excused, ok bool) {
 	for range maxDepth {
 		if len(argv) == 0 {
-			return argv, "", 0, extra, excused, true
+			return argv, "", nameEntry{}, extra, excused, true
 		}
 		base := commandName(argv[0].s)
 		if argv[0].dynamic {
-			return argv, base, kindOf(base), extra, excused, true
+			return argv, base, entryOf(base), extra, excused, true
 		}
 		name := base
 		if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so" {
 			name = "ld.so" // the dynamic loader runs the program it is given
 		}
-		kind := kindOf(name)
+		entry := entryOf(name)
+		kind := entry.kind
 		if kind&kindStringRunner != 0 {
 			if script, ok := stringRunner(name, argv[1:]); ok {
 				// It hands a string to a shell: judge it as sh -c would.
@@ -371,27 +391,27 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			}
 		}
 		if kind&kindWrapper == 0 {
-			return argv, base, kind, extra, excused, true // base is name: only ld.so's names are renamed, and ld.so is a wrapper
+			return argv, base, entry, extra, excused, true // base is name: only ld.so's names are renamed, and ld.so is a wrapper
 		}
 		w := wrappers[name]
 		if len(c.p.allowPatterns) > 0 && c.allowed(strings.TrimSpace(name+" "+joinWords(argv[1:]))) {
-			return argv, base, kindOf(base), extra, true, true // excused as written: judge nothing below it
+			return argv, base, entryOf(base), extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
 		switch name {
 		case "sudo", "doas":
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
-			return nil, "", 0, false, false, false
+			return nil, "", nameEntry{}, false, false, false
 		}
 		if c.p.operatorDenies() {
 			if c.operatorDeny(name, joinWords(argv), argv[1:]); c.done() {
-				return nil, "", 0, false, false, false
+				return nil, "", nameEntry{}, false, false, false
 			}
 		}
 		rest := argv[1:]
 		if name == "busybox" || name == "toybox" {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
-				return nil, "", 0, false, false, false // busybox --list, --help: runs nothing
+				return nil, "", nameEntry{}, false, false, false // busybox --list, --help: runs nothing
 			}
 			argv = rest
 			continue
@@ -399,7 +419,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		if name == "command" {
 			for _, a := range rest {
 				if a.s == "-v" || a.s == "-V" {
-					return nil, "", 0, false, false, false // only prints what the name is
+					return nil, "", nameEntry{}, false, false, false // only prints what the name is
 				}
 			}
 		}
@@ -447,7 +467,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 				} else if o.arg.role != roleData && o.arg.role != roleRest {
 					// time -o FILE, strace -o FILE: the table's role of the value.
 					if c.programWordOf(argv, name, key, o.arg, v, nil, 0); c.done() {
-						return nil, "", 0, false, false, false
+						return nil, "", nameEntry{}, false, false, false
 					}
 				}
 			}
@@ -470,7 +490,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			continue
 		}
 		if i >= len(rest) {
-			return nil, "", 0, false, false, false // the wrapper alone runs nothing of concern
+			return nil, "", nameEntry{}, false, false, false // the wrapper alone runs nothing of concern
 		}
 		if name == "xargs" {
 			extra = true
@@ -486,7 +506,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		}
 	}
 	c.refuse(RuleTooComplex, joinWords(argv))
-	return nil, "", 0, false, false, false
+	return nil, "", nameEntry{}, false, false, false
 }
 
 // stringRunners are the programs stringRunner knows, which unwrap asks it
@@ -611,39 +631,56 @@ const (
 	kindStringRunner                      // in stringRunners
 )
 
-var nameKinds = func() map[string]nameKind {
-	kinds := map[string]nameKind{}
+// nameEntry is what the checker knows of a program name: its kind, and
+// its entry in the table of programs. A command looks its name up once,
+// for both: each lookup was a tenth of judging a simple command.
+type nameEntry struct {
+	kind nameKind
+	prog *program
+}
+
+// nameEntries are the names that have a kind or an entry in the table.
+var nameEntries = func() map[string]nameEntry {
+	entries := map[string]nameEntry{}
+	add := func(name string, k nameKind) {
+		e := entries[name]
+		e.kind |= k
+		entries[name] = e
+	}
+	for name, p := range programs {
+		e := entries[name]
+		e.prog = p
+		entries[name] = e
+	}
 	for name := range wrappers {
-		kinds[name] |= kindWrapper
+		add(name, kindWrapper)
 	}
 	for name, ok := range shells {
 		if ok {
-			kinds[name] |= kindShell
+			add(name, kindShell)
 		}
 	}
 	for name, opts := range interpreters {
 		if opts != "" {
-			kinds[name] |= kindInterpreter
+			add(name, kindInterpreter)
 		}
 	}
 	for name, ok := range privilegeRunners {
 		if ok {
-			kinds[name] |= kindPrivilege
+			add(name, kindPrivilege)
 		}
 	}
 	for _, name := range stringRunners {
-		kinds[name] |= kindStringRunner
+		add(name, kindStringRunner)
 	}
-	return kinds
+	return entries
 }()
 
 // kindFilter holds, for each length (modulo 32) and first byte, the last
-// bytes (modulo 64, a bit each) of the names in nameKinds that have them:
-// most names have no kind, and hashing them was most of their lookup; the
-// length and first byte alone let through most of the corpus's names (echo,
-// curl, cat: sudo, chroot, csh have them).
+// bytes (modulo 64, a bit each) of the names in nameEntries that have them:
+// a name none of whose has an entry needs no hashing.
 var kindFilter = func() (filter [32][256]uint64) {
-	for name := range nameKinds {
+	for name := range nameEntries {
 		filter[len(name)%32][name[0]] |= lastByteBit(name)
 	}
 	return filter
@@ -651,13 +688,63 @@ var kindFilter = func() (filter [32][256]uint64) {
 
 func lastByteBit(name string) uint64 { return 1 << (name[len(name)-1] % 64) }
 
-// kindOf is nameKinds[name].
-func kindOf(name string) nameKind {
+// entryOf is nameEntries[name]. Nearly every command's name has an entry
+// now (the table knows the everyday programs), so the filter lets most
+// through, and they are found in entryTable, whose hash of a short name is
+// cheaper than the map's.
+func entryOf(name string) nameEntry {
 	if name == "" || kindFilter[len(name)%32][name[0]]&lastByteBit(name) == 0 {
-		return 0
+		return nameEntry{}
 	}
-	return nameKinds[name]
+	for i := nameHash(name) & (entrySlots - 1); ; i = (i + 1) & (entrySlots - 1) {
+		slot := &entryTable[i]
+		if slot.name == name {
+			return slot.entry
+		}
+		if slot.name == "" {
+			return nameEntry{}
+		}
+	}
 }
+
+// entrySlots is the size of entryTable: a power of two, several times the
+// names, so that a lookup probes one or two slots.
+const entrySlots = 4096
+
+// entryTable is nameEntries as an open-addressed table keyed by nameHash.
+var entryTable = func() *[entrySlots]struct {
+	name  string
+	entry nameEntry
+} {
+	var t [entrySlots]struct {
+		name  string
+		entry nameEntry
+	}
+	if len(nameEntries) > entrySlots/2 {
+		panic("entryTable: too many names")
+	}
+	for name, e := range nameEntries {
+		i := nameHash(name) & (entrySlots - 1)
+		for t[i].name != "" {
+			i = (i + 1) & (entrySlots - 1)
+		}
+		t[i].name, t[i].entry = name, e
+	}
+	return &t
+}()
+
+// nameHash is FNV-1a of a name.
+func nameHash(name string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// kindOf is nameEntries[name].kind.
+func kindOf(name string) nameKind { return entryOf(name).kind }
 
 func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
 

@@ -798,6 +798,9 @@ func (w *treeWalk) wordPart(n syntax.WordPart) {
 		}
 		w.lit(n.Pattern)
 	case *syntax.ProcSubst:
+		if w.collect && n.Op == syntax.CmdOut {
+			w.c.outSubsts = true // call looks for the commands that read it
+		}
 		if !w.enterPlain() {
 			return
 		}
