@@ -448,7 +448,7 @@ func (c *checker) programArgs(p *program, name string, argv []word, depth int) {
 	if p.last.role != roleData && operand >= 2 && operand <= len(opIdx) {
 		dest := args[opIdx[operand-1]]
 		c.programWordOf(argv, name, "last operand", p.last, dest, nil, depth)
-		if src := args[opIdx[0]]; !c.done() && p.last.role == roleWrite && !dest.dynamic && !src.dynamic {
+		if src := args[opIdx[0]]; !c.done() && p.last.role == roleWrite && !dest.dynamic && !src.dynamic && !alwaysPass[cleanPath(dest.s)] {
 			// The target may be a directory (cp x /etc/, rsync -a ./etc/ /etc/):
 			// what is written is then the source's name in it.
 			base := path.Base(src.s)

@@ -289,6 +289,10 @@ func TestTableRunners(t *testing.T) {
 		{cmd: `npx eslint .`, want: allow},
 		{cmd: `git -c user.name=x commit -m 'reboot'`, want: allow},
 		{cmd: `ssh host uptime`, want: allow},
+		{cmd: `cp build.log /dev/null`, want: allow},
+		{cmd: `mv x /dev/stdout`, want: allow},
+		{cmd: `apt-get -o Dpkg::Options::=--force-confnew install -y curl`, want: allow},
+		{cmd: `ssh -o StrictHostKeyChecking=no host uptime`, want: allow},
 		{cmd: `python3 -c 'print("rm -rf /")'`, want: allow},
 	}, nil))
 }
