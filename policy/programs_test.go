@@ -324,6 +324,10 @@ func TestStrictUnknownPrograms(t *testing.T) {
 		{cmd: `unknowntool 'hello world' --name=x`, mode: ModeStrict, want: allow},
 		{cmd: `grep 'rm -rf /' notes.txt`, mode: ModeStrict, want: allow},
 		{cmd: `f(){ :; }; f 'rm -rf /'`, mode: ModeStrict, want: allow},
+		{cmd: `virsh shutdown web1`, mode: ModeStrict, want: allow},
+		{cmd: `vagrant halt && vagrant up`, mode: ModeStrict, want: allow},
+		{cmd: `pm2 stop all`, mode: ModeStrict, want: allow},
+		{cmd: `ansible all -i localhost, -a 'rm -rf /'`, want: "rm-root"},
 	})
 	_, steps := Explain(t, ModeStrict, `unknowntool 'rm -rf /'`)
 	if last := steps[len(steps)-1]; !strings.Contains(last.Via, "not in the table") {
