@@ -1035,6 +1035,44 @@ func (c *checker) judgeDecl(n *syntax.DeclClause, depth int) {
 	}
 }
 
+// judgeArithm judges an arithmetic command's variables: the shell
+// evaluates a variable's value as arithmetic again, where an array
+// subscript runs its substitutions (x='a[$(cmd)]'; (( x )) or (( a[$x] ))).
+func (c *checker) judgeArithm(n *syntax.ArithmCmd, depth int) {
+	if len(c.vars) == 0 {
+		return // nothing bound: nothing to evaluate again
+	}
+	v := &arithmNames{}
+	walk(n.X, v)
+	for _, name := range v.names {
+		vals, _ := c.vars.lookup(name)
+		for _, val := range vals {
+			if strings.Contains(val, "$(") || strings.IndexByte(val, '`') >= 0 {
+				c.let(val, depth)
+			}
+		}
+	}
+}
+
+// arithmNames finds the names of variables an arithmetic expression reads.
+type arithmNames struct{ names []string }
+
+func (v *arithmNames) enter(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Lit:
+		if envName(n.Value) {
+			v.names = append(v.names, n.Value)
+		}
+	case *syntax.ParamExp:
+		if n.Param != nil {
+			v.names = append(v.names, n.Param.Value)
+		}
+	}
+	return true
+}
+
+func (v *arithmNames) leave() {}
+
 func (c *checker) judgeLet(src string, n *syntax.LetClause, depth int) {
 	for _, e := range n.Exprs {
 		c.let(strings.Trim(src[e.Pos().Offset():e.End().Offset()], `'"`), depth)

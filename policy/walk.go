@@ -480,8 +480,18 @@ func (w *treeWalk) command(n syntax.Command) {
 		}
 		w.body(n)
 	case *syntax.ArithmCmd:
-		if !w.enterPlain() {
-			return
+		if w.collect {
+			w.event(n)
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeArithm(n, w.depth); w.c.done() {
+				return
+			}
 		}
 		w.arithm(n.X)
 	case *syntax.CaseClause:
@@ -559,7 +569,8 @@ func (w *treeWalk) command(n syntax.Command) {
 }
 
 // A judgeEvent is where the judging walk of a script acts (at a statement
-// with redirects, a simple command, a pipeline, a declaration or a let; at
+// with redirects, a simple command, a pipeline, a declaration, a let or an
+// arithmetic command; at
 // any other node it only steps), recorded by
 // collect's walk of the script with the walk's own steps before it; a nil
 // node ends the record, with the steps after the last action.
@@ -622,6 +633,8 @@ func (c *checker) replay(src string, start, depth int) {
 			c.judgeDecl(n, depth)
 		case *syntax.LetClause:
 			c.judgeLet(src, n, depth)
+		case *syntax.ArithmCmd:
+			c.judgeArithm(n, depth)
 		default:
 			panic(fmt.Sprintf("replay: unexpected node type %T", n))
 		}
