@@ -62,7 +62,10 @@ type program struct {
 	noCluster bool
 	inplace   bool // -i/--in-place makes the operands written (sed)
 	oldStyle  bool // the first word may be a cluster of options without its dash (tar cf)
-	subs      map[string]*program
+	// stdin, when its role is code, is what the text fed to the program's
+	// stdin is (ed <<< '!cmd', sqlite3 <<< '.shell cmd').
+	stdin argRole
+	subs  map[string]*program
 	// active is false for a program none of whose words is anything but
 	// data: its words need no reading.
 	active bool
@@ -160,6 +163,8 @@ func compileProgram(name, spec string) *program {
 			p.noCluster = true
 		case tok == "oldstyle":
 			p.oldStyle = true
+		case key == "stdin":
+			p.stdin = parseRole(name, val)
 		case tok == "inplace":
 			p.inplace, p.active = true, true
 		case key == "cfg":

@@ -22,6 +22,9 @@ type codeLang struct {
 	// brackets start a command line that runs to the matching bracket:
 	// "execute(" in fzf, "\\write18{" in TeX.
 	brackets []string
+	// trim are the bytes a command line found starts with that are not the
+	// command's: make's recipe prefixes (-reboot, @reboot).
+	trim string
 }
 
 // codeLangs are the languages of the table's code:LANG roles.
@@ -40,11 +43,9 @@ var codeLangs = map[string]*codeLang{
 	"haskell":     {general: true, calls: true},
 	"lisp":        {general: true, calls: true},
 	"slang":       {general: true, calls: true},
-	"nse":         {general: true, calls: true},
-	"tshark":      {general: true, calls: true},
 	"puppet":      {general: true, calls: true},
 	"rpm":         {general: true, calls: true, brackets: []string{"%("}},
-	"make":        {markers: []string{"\t"}, ends: "\n", brackets: []string{"$(shell ", "${shell "}},
+	"make":        {markers: []string{"\t"}, ends: "\n", brackets: []string{"$(shell ", "${shell "}, trim: "-@+ \t"},
 	"tex":         {brackets: []string{"\\write18{"}, calls: true},
 	"fzf": {brackets: []string{"execute(", "execute-silent(", "execute-multi(", "become(", "reload(", "reload-sync(",
 		"preview(", "change-preview(", "transform(", "transform-query(", "transform-header(", "transform-prompt(",
@@ -82,7 +83,11 @@ func (c *checker) code(name, lang string, w word, depth int) {
 			c.childCommand(cmd.argv, depth+1)
 			continue
 		}
-		c.childScript(cmd.line, depth+1)
+		line := cmd.line
+		if l.trim != "" {
+			line = strings.TrimLeft(line, l.trim)
+		}
+		c.childScript(line, depth+1)
 	}
 }
 

@@ -30,6 +30,10 @@ func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 	}
 	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
 		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
+	} else if len(argv) > 1 && len(argv[0].s) > 1 && argv[0].s[0] == '-' && !argv[0].dynamic {
+		// time -f FMT CMD: the keyword takes no -f, but sh (dash) runs the
+		// program time, with its options.
+		argv = append([]word{{s: "time"}}, argv...)
 	}
 	if len(argv) == 0 {
 		return
@@ -147,6 +151,19 @@ func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 		if prog := entry.prog; prog != nil {
 			if prog.active {
 				if c.programArgs(prog, name, argv, depth); c.done() {
+					return
+				}
+			}
+			if prog.stdin.role == roleCode && (ctx.hereDoc != nil || ctx.stdinKnow) {
+				// ed <<< '!cmd': the text on its stdin is code of its language.
+				text := strings.Join(ctx.stdin, " ")
+				if ctx.hereDoc != nil {
+					text = *ctx.hereDoc
+				}
+				old := c.setVia(name, "stdin", prog.stdin)
+				c.code(name, prog.stdin.lang, word{s: text}, depth)
+				c.leaveVia(old, prog.stdin)
+				if c.done() {
 					return
 				}
 			}

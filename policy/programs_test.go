@@ -23,8 +23,6 @@ var codeSamples = map[string]string{
 	"haskell":     `System.Process.callCommand "CMD"`,
 	"lisp":        `(ext:run-shell-command "CMD")`,
 	"slang":       `system("CMD")`,
-	"nse":         `os.execute("CMD")`,
-	"tshark":      `os.execute("CMD")`,
 	"puppet":      `exec { "CMD": }`,
 	"rpm":         `%{lua:os.execute("CMD")}`,
 	"make":        "x:\n\tCMD",
@@ -262,6 +260,17 @@ func TestTableRunners(t *testing.T) {
 		{cmd: `make --eval=$'x:\n\treboot'`, want: "power"},
 		{cmd: `zip x.zip a -T -TT 'reboot #'`, want: "power"},
 		{cmd: `timeout 7d reboot`, want: "power"},
+		{cmd: `time -f "" reboot`, want: "power"},
+		{cmd: `setlock - reboot`, want: "power"},
+		{cmd: `distcc reboot`, want: "power"},
+		{cmd: `genie -c reboot`, want: "power"},
+		{cmd: `check_by_ssh -o "ProxyCommand reboot" -H localhost -C xx`, want: "power"},
+		{cmd: `make -s --eval=$'x:\n\t-'"reboot"`, want: "power"},
+		{cmd: `ed <<< '!reboot'`, want: "power"},
+		{cmd: `echo '.shell rm -rf /' | sqlite3`, want: "rm-root"},
+		{cmd: `psql <<EOF
+\! reboot
+EOF`, want: "power"},
 	}, nil))
 	runCases(t, "interpreter", []tcase{
 		{cmd: `python3 -c 'import os; os.system("reboot")'`, want: "power"},
@@ -294,6 +303,9 @@ func TestTableRunners(t *testing.T) {
 		{cmd: `apt-get -o Dpkg::Options::=--force-confnew install -y curl`, want: allow},
 		{cmd: `ssh -o StrictHostKeyChecking=no host uptime`, want: allow},
 		{cmd: `python3 -c 'print("rm -rf /")'`, want: allow},
+		{cmd: `nmap --script=vuln -p 80 host`, want: allow},
+		{cmd: `ed -s notes.txt <<< ',p'`, want: allow},
+		{cmd: `time -p make`, want: allow},
 	}, nil))
 }
 
