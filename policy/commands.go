@@ -30,7 +30,7 @@ func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 	}
 	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
 		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
-	} else if len(argv) > 1 && len(argv[0].s) > 1 && argv[0].s[0] == '-' && !argv[0].dynamic {
+	} else if len(argv) > 1 && len(argv[0].s) > 1 && argv[0].s[0] == '-' && !argv[0].dynamic && isTimeOption(argv[0].s) {
 		// time -f FMT CMD: the keyword takes no -f, but sh (dash) runs the
 		// program time, with its options.
 		argv = append([]word{{s: "time"}}, argv...)
@@ -195,6 +195,14 @@ func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 			c.checkPath("~", match.String()) // the home directory is never in the workspace
 		}
 	}
+}
+
+// isTimeOption reports whether s is one option of the program time, as
+// its table entry names them (-f, -o, --format=...).
+func isTimeOption(s string) bool {
+	p := lookupProgram("time")
+	key, _, _ := strings.Cut(s, "=")
+	return p.long[key] != nil || len(s) == 2 && p.short[s[1]&127] != nil
 }
 
 // shadows reports whether the function f is what the call being judged
