@@ -79,6 +79,9 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			c.refuse(RuleMkfs, match.String())
 		}
 	case "fdisk", "sfdisk", "parted", "sgdisk", "gdisk", "blkdiscard", "cfdisk":
+		if listsOnly(name, args) {
+			return // sfdisk -l /dev/sda, parted /dev/sda print: reads the table
+		}
 		for _, a := range operands(args) {
 			if isBlockDevice(a.s) {
 				c.refuse(RuleBlockDevice, match.String())
@@ -179,49 +182,23 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			}
 			return
 		case kind&kindPrivilege != 0:
+			if name == "systemd-run" && slices.Contains(options(args), "--user") {
+				break // the caller's own service manager: as the same user; the table judges what it runs
+			}
 			c.refuse(RulePrivilege, match.String())
 			return
-		}
-		var targets [4]string // room for what nearly every command writes, on the stack
-		for _, target := range writtenPaths(targets[:0], name, args) {
-			if rule, ok := c.writeRule(target); ok {
-				c.refuse(rule, match.String()) // the match text only for a refusal
-			}
-			if c.done() {
-				return
-			}
 		}
 	}
 }
 
-// inlineOptions are the options by which an interpreter takes its program as
-// an argument rather than from a file.
-var inlineOptions = map[string][]string{
-	"python": {"-c"}, "python2": {"-c"}, "python3": {"-c"}, "pypy": {"-c"}, "pypy3": {"-c"},
-	"perl": {"-e", "-E"}, "ruby": {"-e"}, "node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
-	"deno": {"eval"}, "bun": {"-e", "--eval"}, "php": {"-r"}, "lua": {"-e"}, "Rscript": {"-e"}, "julia": {"-e"},
-	"osascript": {"-e"}, "tclsh": {}, "jshell": {},
-}
-
-// inlineCode reports whether a command hands an interpreter inline code (in
-// strict mode a refusal: no static check reads another language), or an awk
-// program that runs commands. Running a named script file is not inline code.
+// inlineCode reports whether a command hands awk a program that runs
+// commands (in strict mode a refusal: no static check reads another
+// language); the other interpreters' inline code is found by the table of
+// programs (code:LANG). Running a named script file is not inline code.
 func inlineCode(name string, args []word) bool {
 	if name == "awk" || name == "gawk" || name == "mawk" || name == "nawk" {
 		program, ok := awkProgram(args)
 		return !ok && slices.ContainsFunc(args, func(w word) bool { return w.dynamic }) || awkRuns.MatchString(program)
-	}
-	opts, ok := inlineOptions[name]
-	if !ok {
-		return false
-	}
-	for _, a := range args {
-		for _, o := range opts {
-			if a.s == o || strings.HasPrefix(o, "--") && strings.HasPrefix(a.s, o+"=") ||
-				len(o) == 2 && o[0] == '-' && shortFlag(a.s, o[1]) && !strings.HasPrefix(a.s, "--") {
-				return true
-			}
-		}
 	}
 	return false
 }
@@ -289,8 +266,8 @@ var systemDirs = map[string]bool{
 // read from the working directory the script moved to (cd /; rm -rf *).
 func (c *checker) anyRootPath(ws []word) bool {
 	for _, w := range ws {
-		if c.cwd != "" && !w.dynamic && !strings.HasPrefix(w.s, "/") && !strings.HasPrefix(w.s, "~") {
-			w.s = c.cwd + "/" + w.s
+		if !w.dynamic && !strings.HasPrefix(w.s, "/") && !strings.HasPrefix(w.s, "~") && (c.cwd != "" || strings.HasPrefix(w.s, "..")) {
+			w.s = c.dir() + "/" + w.s // rm -rf .. climbs from the working directory
 		}
 		if isRootPath(w) {
 			return true
@@ -399,11 +376,32 @@ func longOpt(a, full string, min int) bool {
 	return len(a) >= min && strings.HasPrefix(full, a)
 }
 
+// listsOnly reports whether a partitioning program's options or verb only
+// read the partition table: its listings, dumps and checks.
+func listsOnly(name string, args []word) bool {
+	for _, a := range options(args) {
+		switch strings.SplitN(a, "=", 2)[0] {
+		case "-l", "--list", "-s", "--show-size", "-d", "--dump", "-J", "--json", "-V", "--verify", "-g", "--show-geometry",
+			"-F", "--list-free", "--help", "-h", "--version", "-v", "-p", "--print":
+			return name != "blkdiscard" && name != "parted" || a == "-l" || a == "--list" || a == "--help" || a == "-h"
+		}
+	}
+	if name == "parted" {
+		ops := operands(args)
+		return len(ops) == 2 && ops[1].s == "print"
+	}
+	return false
+}
+
 // formatter is the rule of the programs that make a filesystem, swap or an
 // empty disk: Windows' formatters name no /dev; the others are refused only
 // when aimed at a device.
 func (c *checker) formatter(name string, args []word, match *commandText) {
-	if name == "diskpart" || name == "format" || formatsDevice(args) {
+	p := lookupProgram(name)
+	if p == nil {
+		p = lookupProgram("mkfs")
+	}
+	if name == "diskpart" || name == "format" || formatsDeviceAs(p, args) {
 		c.refuse(RuleMkfs, match.String())
 	}
 }
@@ -412,12 +410,36 @@ func (c *checker) formatter(name string, args []word, match *commandText) {
 // at a target only known at run time): --help, --version or a dry run (-n) write
 // nothing, and a regular file (a disk image) is harmless.
 func formatsDevice(args []word) bool {
-	for _, a := range options(args) {
-		if a == "--help" || a == "-h" || a == "-V" || a == "--version" || a == "-n" || a == "--dry-run" || a == "--noact" {
+	return formatsDeviceAs(lookupProgram("mkfs"), args)
+}
+
+// formatsDeviceAs is formatsDevice with the options of the program p, so
+// that an option's value is not taken for an option or an operand
+// (mkfs.ext4 -L -n /dev/sda1: -n is the label).
+func formatsDeviceAs(p *program, args []word) bool {
+	var operands []word
+	dashdash := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if dashdash || a.dynamic || len(a.s) < 2 || a.s[0] != '-' {
+			operands = append(operands, a)
+			continue
+		}
+		if a.s == "--" {
+			dashdash = true
+			continue
+		}
+		if o, _, _, next := p.optionOf(a.s); o != nil && o.takes {
+			if next {
+				i++
+			}
+			continue
+		}
+		if dryRunFlag(a.s) {
 			return false
 		}
 	}
-	for _, a := range operands(args) {
+	for _, a := range operands {
 		if a.dynamic || strings.HasPrefix(systemPath(a.s), "/dev/") {
 			return true
 		}
@@ -425,72 +447,18 @@ func formatsDevice(args []word) bool {
 	return false
 }
 
+// dryRunFlag reports whether a formatter's option word asks for help, its
+// version or a dry run (-n), which write nothing.
+func dryRunFlag(a string) bool {
+	switch a {
+	case "--help", "-h", "-V", "--version", "-n", "-N", "--dry-run", "--noact":
+		return true
+	}
+	return false
+}
+
 // destroyingVerbs are the subcommands of nvme and cryptsetup that wipe a device.
 var destroyingVerbs = map[string]bool{"format": true, "sanitize": true, "luksFormat": true, "erase": true, "luksErase": true, "reencrypt": true}
-
-// writtenPaths appends to out the files a command writes, for the programs
-// that write one named in their arguments.
-func writtenPaths(out []string, name string, args []word) []string {
-	switch name {
-	case "dd":
-		for _, a := range args {
-			if v, ok := strings.CutPrefix(a.s, "of="); ok {
-				out = append(out, v)
-			}
-		}
-	case "tee", "shred", "truncate":
-		for _, a := range operands(args) {
-			out = append(out, a.s)
-		}
-	case "cp", "mv", "install", "rsync", "ln":
-		if ops := operands(args); len(ops) >= 2 {
-			out = append(out, ops[len(ops)-1].s)
-		}
-	case "ddrescue":
-		if ops := operands(args); len(ops) >= 2 {
-			out = append(out, ops[1].s)
-		}
-	case "curl":
-		out = optionValues(out, args, "-o", "--output")
-	case "wget":
-		out = optionValues(out, args, "-O", "--output-document")
-	case "sort":
-		out = optionValues(out, args, "-o", "--output")
-	case "tar":
-		for i, a := range args {
-			switch {
-			case a.s == "--file" && i+1 < len(args):
-				out = append(out, args[i+1].s)
-			case strings.HasPrefix(a.s, "--file="):
-				out = append(out, a.s[len("--file="):])
-			case len(a.s) > 1 && a.s[0] != '-' && i == 0 || shortFlag(a.s, 'f'):
-				// -cf FILE, cf FILE (old style): f takes the next word.
-				if strings.IndexByte(a.s, 'f') >= 0 && i+1 < len(args) {
-					out = append(out, args[i+1].s)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// optionValues appends the values of an option, given as short or long:
-// -o FILE, -oFILE, --output FILE, --output=FILE.
-func optionValues(out []string, args []word, short, long string) []string {
-	for i, a := range args {
-		switch {
-		case a.s == short || a.s == long:
-			if i+1 < len(args) {
-				out = append(out, args[i+1].s)
-			}
-		case strings.HasPrefix(a.s, long) && strings.HasPrefix(a.s[len(long):], "="):
-			out = append(out, a.s[len(long)+1:])
-		case len(a.s) > 2 && strings.HasPrefix(a.s, short) && !strings.HasPrefix(a.s, "--"):
-			out = append(out, a.s[2:]) // -o/dev/sda
-		}
-	}
-	return out
-}
 
 var blockDevice = regexp.MustCompile(`^/dev/((sd|hd|vd|xvd|nvme|mmcblk|dm-|md|loop|sr|nbd|rbd|zram|ram|fd|mtd|ubi|bcache|zd|drbd|rsxx|nullb|pmem)[^/]*|(mapper|disk|block)/.+|root|mem|kmem|port)$`)
 

@@ -42,8 +42,12 @@ func (p *Policy) Check(command string) (d Decision) {
 // one did. A refusal of a redirect or an assignment is a step of its own.
 type Step struct {
 	Command string `json:"command"`
-	Rule    string `json:"rule,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Via names the entry of the table of programs, and the word of it,
+	// that made the command judged as code ("cpulimit operand 1: a program
+	// and its arguments"); empty for a command of the script itself.
+	Via    string `json:"via,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Explain judges command as Check does and also returns the steps: every
@@ -135,6 +139,42 @@ type checker struct {
 	cwd string
 	// trace, when not nil, records the steps (Explain).
 	trace []Step
+	// shellLevel counts the new shells and processes the words being
+	// judged run in (sh -c, a program's command line): a function is
+	// defined only in the shell that defined it (shadows).
+	shellLevel int
+	// callSrc and callPos are the script and offset of the simple command
+	// being judged, to tell a call before a function's definition.
+	callSrc  string
+	callExpr *syntax.CallExpr
+	// outSubsts: a script of the check has an output process substitution
+	// (collect saw one), so call looks for them in its arguments.
+	outSubsts bool
+	// outFed are the commands of output process substitutions of
+	// arguments (tee >(sh)), with the command that writes to them.
+	outFed map[*syntax.CallExpr]string
+	// envDir is the directory an env -C that unwrap looked through runs its
+	// command in (envDirSet), for command.
+	envDir    string
+	envDirSet bool
+	// cwdSaved are the directories to go back to when the commands env -C
+	// ran elsewhere end.
+	cwdSaved []string
+	// intVars are the names the script declares integers (declare -i):
+	// what is assigned to them is arithmetic.
+	intVars map[string]bool
+	// lenient counts the unknown programs whose arguments are being judged
+	// as command lines (unknownArgs): strict's own rules do not refuse them.
+	lenient int
+	// inBody: the judging walk is in a function's body, outside any call
+	// of it (replay); bodyDepth counts the function calls being judged.
+	inBody bool
+	// via, while Explain traces, names the table's entry that judges the
+	// words being judged (programArgs), for their steps.
+	via string
+	// viaDepth counts the table's entries whose words are being judged
+	// (setVia): the allowlist is not asked about the programs they run.
+	viaDepth int
 	// slabs hold the argvs of the check's simple commands, and the values
 	// expansions build.
 	slabs slabs
@@ -218,7 +258,9 @@ func (c *checker) release() {
 func (c *checker) forget() {
 	c.p, c.funcNames, c.cachedCalls = nil, 0, 0
 	c.first, c.firstGen, c.firstJudged, c.generation = "", 0, false, 0
-	c.refusal, c.steps, c.cwd, c.trace = nil, 0, "", nil
+	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
+	c.shellLevel, c.callSrc, c.callExpr, c.outSubsts, c.lenient, c.inBody, c.intVars, c.outFed = 0, "", nil, false, 0, false, nil, nil
+	c.envDir, c.envDirSet, c.cwdSaved = "", false, c.cwdSaved[:0]
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -243,6 +285,9 @@ func (c *checker) decision() Decision {
 func (c *checker) refuse(r Rule, match string) {
 	if c.refusal != nil {
 		return
+	}
+	if c.lenient > 0 && strictOnly(r) {
+		return // an unknown program's argument, read as a command line: only the rules of both modes
 	}
 	if c.steps > maxSteps {
 		r, match = RuleTooComplex, ""
@@ -312,6 +357,7 @@ func (c *checker) script(src string, depth int) {
 	before := c.stateSize()
 	start := len(c.events)
 	c.collect(src, f)
+	c.markSureFunctions(f)
 	if c.stateChanged(before) {
 		c.generation++ // new bindings: scripts judged before may read differently now
 	}
@@ -320,6 +366,24 @@ func (c *checker) script(src string, depth int) {
 	c.replay(src, start, depth)
 	clear(c.events[start:]) // let go of the tree
 	c.events = c.events[:start]
+}
+
+// markSureFunctions marks the functions f defines at its top level as
+// surely defined (funcDef.sure): those are made whenever the script runs.
+func (c *checker) markSureFunctions(f *syntax.File) {
+	if len(c.funcs) == 0 {
+		return
+	}
+	for _, st := range f.Stmts {
+		fd, ok := st.Cmd.(*syntax.FuncDecl)
+		if !ok || fd.Name == nil || st.Background || st.Negated {
+			continue
+		}
+		if def, ok := c.funcs[fd.Name.Value]; ok && def.body == fd.Body {
+			def.sure = true
+			c.funcs[fd.Name.Value] = def
+		}
+	}
 }
 
 // judgedBefore reports whether src was judged already at the current
@@ -368,7 +432,13 @@ func (c *checker) writeRule(target string) (Rule, bool) {
 	if alwaysPass[target] {
 		return Rule{}, false
 	}
-	p := systemPath(homeToTilde(strings.ReplaceAll(target, `"`, "")))
+	t := homeToTilde(strings.ReplaceAll(target, `"`, ""))
+	if t != "" && t[0] != '/' && t[0] != '~' && (c.cwd != "" || len(c.p.denyWrite) > 0) {
+		// A relative target, from the directory the script moved to, or
+		// else from the sandbox's working directory.
+		t = c.dir() + "/" + t
+	}
+	p := systemPath(t)
 	if rule, ok := writeTargets[p]; ok {
 		return rule, true
 	}
@@ -380,7 +450,24 @@ func (c *checker) writeRule(target string) (Rule, bool) {
 			return RuleDenyWrite, true
 		}
 	}
+	if len(c.p.denyWrite) > 0 && strings.ContainsAny(p, "*?[") {
+		// A glob target (> /et?/hosts) writes whatever it matches.
+		for _, g := range c.p.denyGlobs {
+			if globsMeet(p, g) {
+				return RuleDenyWrite, true
+			}
+		}
+	}
 	return Rule{}, false
+}
+
+// dir is the directory relative paths are read from: where the script
+// moved to (cd), else the sandbox's working directory.
+func (c *checker) dir() string {
+	if c.cwd != "" {
+		return c.cwd
+	}
+	return c.p.workdir()
 }
 
 // codeVars are variables whose value a program runs as shell code: git's ssh
@@ -400,10 +487,15 @@ func isCodeVar(name string) bool {
 
 // codeVar judges the value of a code variable as the script it is.
 func (c *checker) codeVar(name, value string, depth int) {
-	if strings.HasPrefix(name, "BASH_FUNC_") {
+	switch {
+	case strings.HasPrefix(name, "BASH_FUNC_"):
 		value = strings.TrimPrefix(strings.TrimSpace(value), "()") // () { body }
+	case name == "LESSOPEN" || name == "LESSCLOSE":
+		// less runs "|cmd %s" (or "||cmd", "|-cmd") with the file's name for %s.
+		value = strings.TrimLeft(strings.TrimSpace(value), "|-")
+		value = strings.ReplaceAll(value, "%s", "file")
 	}
-	c.script(value, depth+1)
+	c.childScript(value, depth+1)
 }
 
 // parsers are reused, with their reader: a parser's buffers are most of the
@@ -580,7 +672,7 @@ func (c *checker) collectNode(src string, n syntax.Node) bool {
 	case *syntax.FuncDecl:
 		// Whether it is a fork bomb is told by the walk of its body (treeWalk.body).
 		if n.Name != nil {
-			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body}
+			c.funcs[n.Name.Value] = funcDef{src: src, body: n.Body, level: c.shellLevel, pos: n.Pos().Offset()}
 			c.funcNames.add(n.Name.Value)
 		}
 	}
@@ -790,6 +882,12 @@ func nameBit(name string) nameFilter {
 type funcDef struct {
 	src  string
 	body *syntax.Stmt
+	// sure: the definition is a statement of its script's top level, made
+	// whenever the script runs (not in a subshell, a branch, a loop, a
+	// body or the background); script marks it after collect.
+	sure  bool
+	level int  // the checker's shellLevel where it was defined
+	pos   uint // where the definition starts in src
 }
 
 // bindArgs makes a call's static arguments the positional parameters ($0 is
@@ -909,14 +1007,71 @@ func (c *checker) judgeBinary(src string, n *syntax.BinaryCmd, ws *walkState) {
 
 // judgeDecl judges export, declare, local, readonly and typeset.
 func (c *checker) judgeDecl(n *syntax.DeclClause, depth int) {
+	integer := false
 	for _, as := range n.Args {
-		if as.Name != nil && as.Value != nil && isCodeVar(as.Name.Value) {
+		if as.Name == nil && as.Value != nil {
+			// An option: -i makes the names integers, whose assignments are
+			// arithmetic, where a subscript runs its substitutions.
+			if f := wordLit(as.Value); len(f) > 1 && f[0] == '-' && strings.IndexByte(f, 'i') > 0 {
+				integer = true
+			}
+			continue
+		}
+		if as.Name != nil && integer {
+			if c.intVars == nil {
+				c.intVars = map[string]bool{}
+			}
+			c.intVars[as.Name.Value] = true
+		}
+		if as.Name != nil && as.Value != nil {
 			if v, ok := c.staticString(as.Value); ok {
-				c.codeVar(as.Name.Value, v, depth)
+				if isCodeVar(as.Name.Value) {
+					c.codeVar(as.Name.Value, v, depth)
+				} else if integer || c.intVars[as.Name.Value] {
+					c.let(v, depth)
+				}
 			}
 		}
 	}
 }
+
+// judgeArithm judges an arithmetic command's variables: the shell
+// evaluates a variable's value as arithmetic again, where an array
+// subscript runs its substitutions (x='a[$(cmd)]'; (( x )) or (( a[$x] ))).
+func (c *checker) judgeArithm(n *syntax.ArithmCmd, depth int) {
+	if len(c.vars) == 0 {
+		return // nothing bound: nothing to evaluate again
+	}
+	v := &arithmNames{}
+	walk(n.X, v)
+	for _, name := range v.names {
+		vals, _ := c.vars.lookup(name)
+		for _, val := range vals {
+			if strings.Contains(val, "$(") || strings.IndexByte(val, '`') >= 0 {
+				c.let(val, depth)
+			}
+		}
+	}
+}
+
+// arithmNames finds the names of variables an arithmetic expression reads.
+type arithmNames struct{ names []string }
+
+func (v *arithmNames) enter(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Lit:
+		if envName(n.Value) {
+			v.names = append(v.names, n.Value)
+		}
+	case *syntax.ParamExp:
+		if n.Param != nil {
+			v.names = append(v.names, n.Param.Value)
+		}
+	}
+	return true
+}
+
+func (v *arithmNames) leave() {}
 
 func (c *checker) judgeLet(src string, n *syntax.LetClause, depth int) {
 	for _, e := range n.Exprs {
@@ -986,6 +1141,11 @@ func readers(out []*syntax.CallExpr, st *syntax.Stmt) []*syntax.CallExpr {
 		return readersOf(out, cmd.Stmts)
 	case *syntax.Subshell:
 		return readersOf(out, cmd.Stmts)
+	case *syntax.BinaryCmd:
+		if cmd.Op == syntax.AndStmt || cmd.Op == syntax.OrStmt {
+			// (cd x && sh): the list's commands share the stage's stdin.
+			return readers(readers(out, cmd.X), cmd.Y)
+		}
 	}
 	return out
 }
@@ -1144,6 +1304,21 @@ func unescapeOne(s string) (string, int) {
 		return "\t", 2
 	case '\\':
 		return "\\", 2
+	case 'u', 'U':
+		// \uHHHH, \UHHHHHHHH: bash's printf writes the character.
+		width := 4
+		if s[1] == 'U' {
+			width = 8
+		}
+		n := 2
+		for n < len(s) && n < 2+width && isHex(s[n]) {
+			n++
+		}
+		if n == 2 {
+			return s[:2], 2
+		}
+		v, _ := strconv.ParseUint(s[2:n], 16, 32)
+		return string(rune(v)), n
 	case 'x':
 		n := 2
 		for n < len(s) && n < 4 && isHex(s[n]) {
@@ -1295,6 +1470,12 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 		if r.Word == nil {
 			continue
 		}
+		if ps := outSubst(r.Word); ps != nil && r.Op != syntax.RdrIn {
+			// echo x > >(sh): the substitution's commands read what the
+			// statement writes, as a pipe's next stage does.
+			c.feedOutSubst(src, st, ps, ws)
+			continue
+		}
 		target, ok := c.staticString(r.Word)
 		if !ok && r.Op != syntax.RdrIn {
 			if text := sourceOf(src, r.Word); mentionsHome(text) && homeSpelling.MatchString(text) {
@@ -1332,6 +1513,33 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 	}
 }
 
+// outSubst returns the output process substitution a word is, if it is one.
+func outSubst(w *syntax.Word) *syntax.ProcSubst {
+	if len(w.Parts) != 1 {
+		return nil
+	}
+	if ps, ok := w.Parts[0].(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
+		return ps
+	}
+	return nil
+}
+
+// feedOutSubst records that the commands of ps read what st writes: the
+// literal output of an echo or printf, else text strict does not judge.
+func (c *checker) feedOutSubst(src string, st *syntax.Stmt, ps *syntax.ProcSubst, ws *walkState) {
+	var stdin []string
+	known := false
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok {
+		stdin, known = c.literalOutput(src, call)
+	}
+	var readerBuf [4]*syntax.CallExpr
+	for _, call := range readersOf(readerBuf[:0], ps.Stmts) {
+		ctx := ws.ctxs[call]
+		ctx.piped, ctx.pipeline, ctx.stdin, ctx.stdinKnow = true, sourceOf(src, st), stdin, known
+		ws.setCtx(call, ctx)
+	}
+}
+
 // call judges one simple command, in every reading its expansions allow.
 func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth int) {
 	for _, as := range call.Assigns {
@@ -1342,9 +1550,38 @@ func (c *checker) call(src string, call *syntax.CallExpr, ctx cmdContext, depth 
 				c.refuse(RuleDynamicCommand, sourceOf(src, as))
 			}
 		}
+		if len(c.intVars) > 0 && as.Name != nil && as.Value != nil && c.intVars[as.Name.Value] {
+			if v, ok := c.staticString(as.Value); ok {
+				c.let(v, depth) // declare -i x; x='a[$(cmd)]': arithmetic
+			}
+		}
 	}
 	if len(call.Args) == 0 || c.done() {
 		return // assignments only
+	}
+	c.callSrc, c.callExpr = src, call
+	for _, w := range call.Args[1:] {
+		if !c.outSubsts {
+			break // no >(...) in the check's scripts: most
+		}
+		if len(w.Parts) == 1 {
+			if ps, ok := w.Parts[0].(*syntax.ProcSubst); ok && ps.Op == syntax.CmdOut {
+				// tee >(sh): the substitution's commands read what the
+				// command writes into it.
+				if c.outFed == nil {
+					c.outFed = map[*syntax.CallExpr]string{}
+				}
+				var readerBuf [4]*syntax.CallExpr
+				for _, r := range readersOf(readerBuf[:0], ps.Stmts) {
+					c.outFed[r] = sourceOf(src, call)
+				}
+			}
+		}
+	}
+	if len(c.outFed) > 0 {
+		if from, ok := c.outFed[call]; ok && !ctx.piped {
+			ctx.piped, ctx.pipeline = true, from
+		}
 	}
 	for _, argv := range c.callArgs(src, call, false) {
 		if c.done() {

@@ -204,8 +204,15 @@ func TestDenyWritePaths(t *testing.T) {
 		{cmd: `cat /etc/hosts > /tmp/hosts`, cfg: deny, want: allow},
 		{cmd: `echo x > /var/log/sub/a.log`, cfg: deny, want: allow},
 	})
-	if _, err := New(Config{DenyWritePaths: []string{"relative/path"}}); err == nil {
-		t.Error("a relative deny_write_paths entry was accepted")
+	// A relative entry is read from the working directory.
+	p, err := New(Config{DenyWritePaths: []string{".env"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{`echo x > .env`, `echo x > /workspace/.env`, `cd /workspace && cp y .env`} {
+		if d := p.Check(cmd); d.Rule != "deny-write-path" {
+			t.Errorf("%s: %+v, want deny-write-path", cmd, d)
+		}
 	}
 }
 

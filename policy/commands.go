@@ -3,6 +3,7 @@ package policy
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -11,6 +12,17 @@ import (
 // command judges one simple command given as words: it looks through wrappers,
 // recurses into nested scripts, and applies the layers in order.
 func (c *checker) command(argv []word, ctx cmdContext, depth int) {
+	saved := len(c.cwdSaved)
+	c.judgeCommand(argv, ctx, depth)
+	if len(c.cwdSaved) > saved {
+		// env -C DIR ran the command in DIR: the script is where it was.
+		c.cwd = c.cwdSaved[saved]
+		c.cwdSaved = c.cwdSaved[:saved]
+	}
+}
+
+// judgeCommand is command, but for the directory env -C changes for it.
+func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 	c.step()
 	if depth > maxDepth {
 		c.refuse(RuleTooComplex, joinWords(argv))
@@ -18,8 +30,24 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 	if len(argv) > 1 && argv[0].s == "--" && !argv[0].dynamic {
 		argv = argv[1:] // time -p -- CMD: bash's time keyword takes --
+	} else if len(argv) > 1 && len(argv[0].s) > 1 && argv[0].s[0] == '-' && !argv[0].dynamic && isTimeOption(argv[0].s) {
+		// time -f FMT CMD: the keyword takes no -f, but sh (dash) runs the
+		// program time, with its options.
+		argv = append([]word{{s: "time"}}, argv...)
 	}
-	argv, name, kind, extra, excused, ok := c.unwrap(argv, &ctx)
+	if len(argv) == 0 {
+		return
+	}
+	written, first := len(argv), argv[0]
+	argv, name, entry, extra, excused, ok := c.unwrap(argv, &ctx)
+	kind := entry.kind
+	if c.envDirSet {
+		// env -C DIR: the command runs in DIR, and the script goes on where
+		// it was (command restores it).
+		c.cwdSaved = append(c.cwdSaved, c.cwd)
+		c.chdir([]word{{s: c.envDir}})
+		c.envDir, c.envDirSet = "", false
+	}
 	if !ok || len(argv) == 0 || c.done() {
 		return
 	}
@@ -33,7 +61,13 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	}
 	match := &commandText{name: name, argv: argv}
 	if c.trace != nil {
-		c.trace = append(c.trace, Step{Command: match.String()})
+		via := c.via
+		if len(argv) < written && wrappers[commandName(first.s)].prog != nil {
+			// Looked through a wrapper: the table's entry said where its command is.
+			w := wrappers[commandName(first.s)]
+			via = commandName(first.s) + " operand " + strconv.Itoa(w.positional+1) + ": a program and its arguments"
+		}
+		c.trace = append(c.trace, Step{Command: match.String(), Via: via})
 	}
 
 	if argv[0].dynamic || argv[0].glob {
@@ -47,7 +81,7 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.refuse(RuleEvalFetched, match.String()) // $(curl ...) runs the downloaded words
 			return
 		}
-		if c.strict() {
+		if c.strict() && !c.unboundPositional(argv[0]) {
 			c.refuse(RuleDynamicCommand, match.String())
 			return
 		}
@@ -69,8 +103,19 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 		c.cwd = ""
 	case "hash":
 		c.hash(argv[1:])
+	case "printf", "test", "[", "unset", "read", "mapfile", "readarray", "wait", "declare", "typeset", "local", "export", "readonly":
+		// Names these builtins take may be array elements, whose subscripts
+		// are arithmetic: printf -v 'a[$(cmd)]', test -v 'a[$(cmd)]'.
+		for _, a := range argv[1:] {
+			if k := strings.IndexByte(a.s, '['); !a.dynamic && k > 0 && envName(a.s[:k]) && (strings.Contains(a.s, "$(") || strings.IndexByte(a.s, '`') >= 0) {
+				c.let(a.s, depth)
+			}
+		}
 	}
 	f, isFunc := c.function(name)
+	// Only a call by the bare name, through no wrapper (env, command,
+	// exec), can be a function's.
+	isFunc = isFunc && len(argv) == written && strings.IndexByte(argv[0].s, '/') < 0 && c.shadows(f)
 	if !isFunc || c.bombs[name] {
 		// A function the script defines shadows the program of its name: its body
 		// is what runs, and is judged with its arguments below.
@@ -101,6 +146,33 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 	if c.done() {
 		return
 	}
+	if kind&(kindShell|kindWrapper) == 0 {
+		// The table's model of the program: the words that are code.
+		if prog := entry.prog; prog != nil {
+			if prog.active {
+				if c.programArgs(prog, name, argv, depth); c.done() {
+					return
+				}
+			}
+			if prog.stdin.role == roleCode && (ctx.hereDoc != nil || ctx.stdinKnow) {
+				// ed <<< '!cmd': the text on its stdin is code of its language.
+				text := strings.Join(ctx.stdin, " ")
+				if ctx.hereDoc != nil {
+					text = *ctx.hereDoc
+				}
+				old := c.setVia(name, "stdin", prog.stdin)
+				c.code(name, prog.stdin.lang, word{s: text}, depth)
+				c.leaveVia(old, prog.stdin)
+				if c.done() {
+					return
+				}
+			}
+		} else if c.strict() && kind == 0 && !isFunc && !c.hasAlias(name) {
+			if c.unknownArgs(name, argv, depth); c.done() {
+				return
+			}
+		}
+	}
 	if c.strict() && inlineCode(name, argv[1:]) && c.p.allowlist[name] == nil {
 		c.refuse(RuleInlineCode, match.String())
 		return
@@ -123,6 +195,80 @@ func (c *checker) command(argv []word, ctx cmdContext, depth int) {
 			c.checkPath("~", match.String()) // the home directory is never in the workspace
 		}
 	}
+}
+
+// isTimeOption reports whether s is one option of the program time, as
+// its table entry names them (-f, -o, --format=...).
+func isTimeOption(s string) bool {
+	p := lookupProgram("time")
+	key, _, _ := strings.Cut(s, "=")
+	return p.long[key] != nil || len(s) == 2 && p.short[s[1]&127] != nil
+}
+
+// shadows reports whether the function f is what the call being judged
+// runs: only a definition the shell surely made before the call, in the
+// same shell. A definition in a subshell, a branch, a loop or a function
+// body may not have been made; a definition after the call (in the same
+// script) was not made yet; a new shell (sh -c, a program's command line)
+// does not have the script's functions. So a function named like a
+// dangerous program never lets a call of the program itself through.
+func (c *checker) shadows(f funcDef) bool {
+	if !f.sure || f.level != c.shellLevel {
+		return false
+	}
+	return f.src != c.callSrc || c.callExpr == nil || c.callExpr.Pos().Offset() > f.pos
+}
+
+// unboundPositional reports whether w, a command name, is the positional
+// parameters ("$@", "$1", ...) of a function's body judged outside any
+// call: each call with arguments judges the body again with them bound
+// (retry(){ "$@"; }; retry make test), and without arguments nothing runs.
+func (c *checker) unboundPositional(w word) bool {
+	if !c.inBody || len(c.vars) > 0 && (c.vars["@"] != nil || c.vars["1"] != nil) {
+		return false
+	}
+	s := strings.Trim(w.s, `"{}$`)
+	return s == "@" || s == "*" || len(s) == 1 && s[0] >= '1' && s[0] <= '9'
+}
+
+// unknownArgs judges, in strict mode, the arguments of a program the table
+// does not know: each that parses as a command line is judged as one
+// (unknowntool 'rm -rf /'), by the rules of both modes, since an unknown
+// program may run any of its arguments.
+func (c *checker) unknownArgs(name string, argv []word, depth int) {
+	for i, a := range argv[1:] {
+		s := a.s
+		if a.dynamic || s == "" {
+			continue
+		}
+		if strings.HasPrefix(s, "-") {
+			_, v, ok := strings.Cut(s, "=")
+			if !ok || v == "" {
+				continue
+			}
+			s = v // --exec='rm -rf /'
+		}
+		if _, err := c.parse(s); err != nil {
+			continue // not a command line
+		}
+		old := c.via
+		if c.trace != nil {
+			c.via = name + " argument " + strconv.Itoa(i+1) + ": not in the table of programs, read as a command line (strict)"
+		}
+		c.lenient++
+		c.childScript(s, depth+1)
+		c.lenient--
+		c.via = old
+		if c.done() {
+			return
+		}
+	}
+}
+
+// hasAlias reports whether the script made an alias of name.
+func (c *checker) hasAlias(name string) bool {
+	_, ok := c.alias(name)
+	return ok
 }
 
 // alias returns the text of an alias of name, if the script made one: most
@@ -150,9 +296,34 @@ func (c *checker) chdir(args []word) {
 		if c.cwd == "" {
 			c.cwd = "/"
 		}
-	case c.cwd != "":
-		c.cwd = cleanPath(c.cwd + "/" + ops[0].s)
+	default:
+		// A relative directory: from CDPATH's first entry, when the script
+		// set one (CDPATH=/ cd etc), else from where the script is.
+		op := ops[0].s
+		if cdpath := c.cdpath(); cdpath != "" && op != "." && op != ".." &&
+			!strings.HasPrefix(op, "./") && !strings.HasPrefix(op, "../") {
+			c.cwd = cleanPath(cdpath + "/" + op)
+			return
+		}
+		c.cwd = cleanPath(c.dir() + "/" + op)
 	}
+}
+
+// cdpath is the first directory of the CDPATH the script set, if it set one.
+func (c *checker) cdpath() string {
+	if len(c.vars) == 0 {
+		return ""
+	}
+	vals, ok := c.vars.lookup("CDPATH")
+	if !ok {
+		return ""
+	}
+	for _, d := range strings.Split(vals[0], ":") {
+		if strings.HasPrefix(d, "/") {
+			return d
+		}
+	}
+	return ""
 }
 
 // hash -p PATH NAME makes NAME run PATH: an alias, as far as judging goes.
@@ -215,42 +386,6 @@ func joinWords(ws []word) string {
 	return b.String()
 }
 
-// Wrappers: programs that run the rest of their arguments as a command.
-// optsWithValue lists each wrapper's options that take a separate value.
-var wrappers = map[string]struct {
-	optsWithValue string // short options taking a value, e.g. "nu" for env -u NAME
-	longWithValue []string
-	positional    int // leading non-option words before the command (timeout's DURATION)
-}{
-	"env":      {optsWithValue: "uCS", longWithValue: []string{"--unset", "--chdir", "--split-string"}},
-	"nice":     {optsWithValue: "n", longWithValue: []string{"--adjustment"}},
-	"nohup":    {},
-	"timeout":  {optsWithValue: "ks", longWithValue: []string{"--kill-after", "--signal"}, positional: 1},
-	"stdbuf":   {optsWithValue: "ioe", longWithValue: []string{"--input", "--output", "--error"}},
-	"setsid":   {},
-	"ionice":   {optsWithValue: "cnp", longWithValue: []string{"--class", "--classdata", "--pid"}},
-	"chrt":     {optsWithValue: "TPD", positional: 1},
-	"taskset":  {optsWithValue: "", positional: 1},
-	"time":     {optsWithValue: "fo", longWithValue: []string{"--format", "--output"}},
-	"command":  {},
-	"exec":     {optsWithValue: "a"},
-	"builtin":  {},
-	"xargs":    {optsWithValue: "adEeIiLlnPs", longWithValue: []string{"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}},
-	"unbuffer": {},
-	"flock":    {optsWithValue: "wEc", positional: 1},
-	"doas":     {optsWithValue: "uC"},
-	"sudo":     {optsWithValue: "ugpUChDrtT", longWithValue: []string{"--user", "--group", "--prompt", "--chdir"}},
-	"busybox":  {},
-	"ld.so":    {longWithValue: []string{"--library-path", "--preload", "--argv0", "--audit", "--inhibit-rpath"}},
-	"chronic":  {},
-	"strace":   {optsWithValue: "aeEIoOpPsSuUX", longWithValue: []string{"--output", "--trace", "--signal", "--attach", "--user", "--env"}},
-	"ltrace":   {optsWithValue: "aAeEDlnopsSuXw", longWithValue: []string{"--output", "--library"}},
-	"unshare":  {optsWithValue: "SGRw", longWithValue: []string{"--setuid", "--setgid", "--root", "--wd"}},
-	"firejail": {},
-	"toybox":   {},
-	"parallel": {optsWithValue: "jNnSPIaXL", longWithValue: []string{"--jobs", "--max-args", "--sshlogin", "--arg-file", "--delimiter", "--joblog", "--results", "--timeout"}},
-}
-
 // unwrap strips wrappers from argv and returns the command they run, with its
 // program's name (commandName of its first word) and that name's kind, which
 // unwrap has looked up already. extra is true
@@ -258,20 +393,21 @@ var wrappers = map[string]struct {
 // true when an operator allow pattern matched the command at some wrapper level
 // ("sudo apt-get update"). ok is false when nothing runs (`command -v rm`) or a
 // refusal was recorded.
-func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string, kind nameKind, extra, excused, ok bool) {
+func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string, entry nameEntry, extra, excused, ok bool) {
 	for range maxDepth {
 		if len(argv) == 0 {
-			return argv, "", 0, extra, excused, true
+			return argv, "", nameEntry{}, extra, excused, true
 		}
 		base := commandName(argv[0].s)
 		if argv[0].dynamic {
-			return argv, base, kindOf(base), extra, excused, true
+			return argv, base, entryOf(base), extra, excused, true
 		}
 		name := base
 		if strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl") || name == "ld.so" {
 			name = "ld.so" // the dynamic loader runs the program it is given
 		}
-		kind := kindOf(name)
+		entry := entryOf(name)
+		kind := entry.kind
 		if kind&kindStringRunner != 0 {
 			if script, ok := stringRunner(name, argv[1:]); ok {
 				// It hands a string to a shell: judge it as sh -c would.
@@ -280,27 +416,27 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			}
 		}
 		if kind&kindWrapper == 0 {
-			return argv, base, kind, extra, excused, true // base is name: only ld.so's names are renamed, and ld.so is a wrapper
+			return argv, base, entry, extra, excused, true // base is name: only ld.so's names are renamed, and ld.so is a wrapper
 		}
 		w := wrappers[name]
 		if len(c.p.allowPatterns) > 0 && c.allowed(strings.TrimSpace(name+" "+joinWords(argv[1:]))) {
-			return argv, base, kindOf(base), extra, true, true // excused as written: judge nothing below it
+			return argv, base, entryOf(base), extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
 		switch name {
 		case "sudo", "doas":
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
-			return nil, "", 0, false, false, false
+			return nil, "", nameEntry{}, false, false, false
 		}
 		if c.p.operatorDenies() {
 			if c.operatorDeny(name, joinWords(argv), argv[1:]); c.done() {
-				return nil, "", 0, false, false, false
+				return nil, "", nameEntry{}, false, false, false
 			}
 		}
 		rest := argv[1:]
 		if name == "busybox" || name == "toybox" {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
-				return nil, "", 0, false, false, false // busybox --list, --help: runs nothing
+				return nil, "", nameEntry{}, false, false, false // busybox --list, --help: runs nothing
 			}
 			argv = rest
 			continue
@@ -308,7 +444,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		if name == "command" {
 			for _, a := range rest {
 				if a.s == "-v" || a.s == "-V" {
-					return nil, "", 0, false, false, false // only prints what the name is
+					return nil, "", nameEntry{}, false, false, false // only prints what the name is
 				}
 			}
 		}
@@ -338,48 +474,25 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			if !strings.HasPrefix(s, "-") || s == "-" {
 				break
 			}
-			if name == "time" {
-				// time -o FILE writes its report there.
-				if (s == "-o" || s == "--output") && i+1 < len(rest) {
-					c.writeTo(rest[i+1].s, joinWords(argv))
-				} else if v, ok := strings.CutPrefix(s, "--output="); ok {
-					c.writeTo(v, joinWords(argv))
-				}
-				if c.done() {
-					return nil, "", 0, false, false, false
-				}
-			}
 			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
 				i++ // nice -10
 				continue
 			}
-			takesValue := false
-			if strings.HasPrefix(s, "--") {
-				key, _, hasEq := strings.Cut(s, "=")
-				takesValue = !hasEq && slices.Contains(w.longWithValue, key)
-				if name == "env" && (key == "--split-string") {
-					val := ""
-					if hasEq {
-						_, val, _ = strings.Cut(s, "=")
-					} else if i+1 < len(rest) {
-						val = rest[i+1].s
-					}
-					split = append(split, shellFields(val)...)
+			o, key, value, next := w.prog.optionOf(s)
+			takesValue := next
+			if o != nil && (o.takes || o.arg.role != roleData) {
+				v := word{s: value}
+				if next && i+1 < len(rest) {
+					v = rest[i+1]
 				}
-			} else {
-				// A cluster of short options: the first that takes a value takes
-				// the rest of the word, or the next word.
-				for j := 1; j < len(s); j++ {
-					if strings.IndexByte(w.optsWithValue, s[j]) >= 0 {
-						if name == "env" && s[j] == 'S' {
-							val := s[j+1:]
-							if val == "" && i+1 < len(rest) {
-								val = rest[i+1].s
-							}
-							split = append(split, shellFields(val)...)
-						}
-						takesValue = j == len(s)-1
-						break
+				if name == "env" && (key == "-S" || key == "--split-string") {
+					split = append(split, shellFields(v.s)...) // env -S "cmd args"
+				} else if name == "env" && (key == "-C" || key == "--chdir") {
+					c.envDir, c.envDirSet = v.s, !v.dynamic // env -C DIR CMD: CMD runs in DIR
+				} else if o.arg.role != roleData && o.arg.role != roleRest {
+					// time -o FILE, strace -o FILE: the table's role of the value.
+					if c.programWordOf(argv, name, key, o.arg, v, nil, 0); c.done() {
+						return nil, "", nameEntry{}, false, false, false
 					}
 				}
 			}
@@ -395,8 +508,14 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		for p := 0; p < w.positional && i < len(rest); p++ {
 			i++
 		}
+		if i >= len(rest) && name == "parallel" {
+			// parallel without a command runs the command lines it reads on
+			// stdin, as a shell does.
+			argv = []word{{s: "sh"}}
+			continue
+		}
 		if i >= len(rest) {
-			return nil, "", 0, false, false, false // the wrapper alone runs nothing of concern
+			return nil, "", nameEntry{}, false, false, false // the wrapper alone runs nothing of concern
 		}
 		if name == "xargs" {
 			extra = true
@@ -412,28 +531,20 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		}
 	}
 	c.refuse(RuleTooComplex, joinWords(argv))
-	return nil, "", 0, false, false, false
+	return nil, "", nameEntry{}, false, false, false
 }
 
 // stringRunners are the programs stringRunner knows, which unwrap asks it
 // about (by their kind): the others run no string.
-var stringRunners = []string{"watch", "ssh", "flock", "parallel"}
+var stringRunners = []string{"flock", "parallel"}
 
-// stringRunner returns the script a runner hands to a shell as a string: watch
-// CMD..., flock LOCK -c CMD, ssh HOST CMD..., parallel ::: CMD... (each argument
-// a command). ok is false when name is no such runner, or this use of it runs
-// a program with arguments instead (flock LOCK CMD ARGS).
+// stringRunner returns the script a runner hands to a shell as a string:
+// flock LOCK -c CMD, parallel ::: CMD... (each argument a command). ok is
+// false when name is no such runner, or this use of it runs a program with
+// arguments instead (flock LOCK CMD ARGS).
 func stringRunner(name string, args []word) (word, bool) {
 	var rest []word
 	switch name {
-	case "watch":
-		rest = afterOptions(args, "nd", []string{"--interval"})
-	case "ssh":
-		rest = afterOptions(args, "BbcDEeFIiJLlmOopQRSWw", nil)
-		if len(rest) == 0 {
-			return word{}, false
-		}
-		rest = rest[1:] // the host
 	case "flock":
 		for i, a := range args {
 			if (a.s == "-c" || a.s == "--command") && i+1 < len(args) {
@@ -455,17 +566,8 @@ func stringRunner(name string, args []word) (word, bool) {
 			script.dynamic = script.dynamic || a.dynamic
 		}
 		return script, len(rest) > 0
-	default:
-		return word{}, false
 	}
-	if len(rest) == 0 {
-		return word{}, false
-	}
-	script := word{s: joinWords(rest)}
-	for _, a := range rest {
-		script.dynamic = script.dynamic || a.dynamic
-	}
-	return script, true
+	return word{}, false
 }
 
 // afterOptions returns the words after a command's leading options, given the
@@ -554,39 +656,56 @@ const (
 	kindStringRunner                      // in stringRunners
 )
 
-var nameKinds = func() map[string]nameKind {
-	kinds := map[string]nameKind{}
+// nameEntry is what the checker knows of a program name: its kind, and
+// its entry in the table of programs. A command looks its name up once,
+// for both: each lookup was a tenth of judging a simple command.
+type nameEntry struct {
+	kind nameKind
+	prog *program
+}
+
+// nameEntries are the names that have a kind or an entry in the table.
+var nameEntries = func() map[string]nameEntry {
+	entries := map[string]nameEntry{}
+	add := func(name string, k nameKind) {
+		e := entries[name]
+		e.kind |= k
+		entries[name] = e
+	}
+	for name, p := range programs {
+		e := entries[name]
+		e.prog = p
+		entries[name] = e
+	}
 	for name := range wrappers {
-		kinds[name] |= kindWrapper
+		add(name, kindWrapper)
 	}
 	for name, ok := range shells {
 		if ok {
-			kinds[name] |= kindShell
+			add(name, kindShell)
 		}
 	}
 	for name, opts := range interpreters {
 		if opts != "" {
-			kinds[name] |= kindInterpreter
+			add(name, kindInterpreter)
 		}
 	}
 	for name, ok := range privilegeRunners {
 		if ok {
-			kinds[name] |= kindPrivilege
+			add(name, kindPrivilege)
 		}
 	}
 	for _, name := range stringRunners {
-		kinds[name] |= kindStringRunner
+		add(name, kindStringRunner)
 	}
-	return kinds
+	return entries
 }()
 
 // kindFilter holds, for each length (modulo 32) and first byte, the last
-// bytes (modulo 64, a bit each) of the names in nameKinds that have them:
-// most names have no kind, and hashing them was most of their lookup; the
-// length and first byte alone let through most of the corpus's names (echo,
-// curl, cat: sudo, chroot, csh have them).
+// bytes (modulo 64, a bit each) of the names in nameEntries that have them:
+// a name none of whose has an entry needs no hashing.
 var kindFilter = func() (filter [32][256]uint64) {
-	for name := range nameKinds {
+	for name := range nameEntries {
 		filter[len(name)%32][name[0]] |= lastByteBit(name)
 	}
 	return filter
@@ -594,13 +713,63 @@ var kindFilter = func() (filter [32][256]uint64) {
 
 func lastByteBit(name string) uint64 { return 1 << (name[len(name)-1] % 64) }
 
-// kindOf is nameKinds[name].
-func kindOf(name string) nameKind {
+// entryOf is nameEntries[name]. Nearly every command's name has an entry
+// now (the table knows the everyday programs), so the filter lets most
+// through, and they are found in entryTable, whose hash of a short name is
+// cheaper than the map's.
+func entryOf(name string) nameEntry {
 	if name == "" || kindFilter[len(name)%32][name[0]]&lastByteBit(name) == 0 {
-		return 0
+		return nameEntry{}
 	}
-	return nameKinds[name]
+	for i := nameHash(name) & (entrySlots - 1); ; i = (i + 1) & (entrySlots - 1) {
+		slot := &entryTable[i]
+		if slot.name == name {
+			return slot.entry
+		}
+		if slot.name == "" {
+			return nameEntry{}
+		}
+	}
 }
+
+// entrySlots is the size of entryTable: a power of two, several times the
+// names, so that a lookup probes one or two slots.
+const entrySlots = 4096
+
+// entryTable is nameEntries as an open-addressed table keyed by nameHash.
+var entryTable = func() *[entrySlots]struct {
+	name  string
+	entry nameEntry
+} {
+	var t [entrySlots]struct {
+		name  string
+		entry nameEntry
+	}
+	if len(nameEntries) > entrySlots/2 {
+		panic("entryTable: too many names")
+	}
+	for name, e := range nameEntries {
+		i := nameHash(name) & (entrySlots - 1)
+		for t[i].name != "" {
+			i = (i + 1) & (entrySlots - 1)
+		}
+		t[i].name, t[i].entry = name, e
+	}
+	return &t
+}()
+
+// nameHash is FNV-1a of a name.
+func nameHash(name string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// kindOf is nameEntries[name].kind.
+func kindOf(name string) nameKind { return entryOf(name).kind }
 
 func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
 
@@ -667,20 +836,6 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContex
 			}
 			c.script(args[0].s, depth+1)
 		}
-	case "script":
-		// script [-q] -c CMD [file]: runs CMD with the user's shell.
-		for i, a := range args {
-			if a.s == "-c" || a.s == "--command" || shortFlag(a.s, 'c') && !strings.HasPrefix(a.s, "--") {
-				if i+1 < len(args) && !args[i+1].dynamic {
-					c.script(args[i+1].s, depth+1)
-				}
-				return
-			}
-			if v, ok := strings.CutPrefix(a.s, "--command="); ok {
-				c.script(v, depth+1)
-				return
-			}
-		}
 	case "find":
 		for i := 0; i < len(args); i++ {
 			switch args[i].s {
@@ -690,7 +845,7 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContex
 					j++
 				}
 				if j > i+1 {
-					c.command(args[i+1:j], cmdContext{}, depth+1)
+					c.childCommand(args[i+1:j], depth+1)
 				}
 				i = j
 			}
@@ -741,7 +896,7 @@ func (c *checker) shellNested(argv []word, ctx *cmdContext, depth int) {
 			c.dynamicScript(argv, script, RuleFetchPipe)
 			return
 		}
-		c.script(script.s, depth+1)
+		c.childScript(script.s, depth+1)
 	case "stdin":
 		c.stdinScript(argv, ctx, depth)
 	case "file":
@@ -1006,9 +1161,9 @@ func (c *checker) stdinScript(argv []word, ctx *cmdContext, depth int) {
 	}
 	switch {
 	case ctx.hereDoc != nil:
-		c.script(*ctx.hereDoc, depth+1)
+		c.childScript(*ctx.hereDoc, depth+1)
 	case ctx.stdinKnow:
-		c.script(strings.Join(ctx.stdin, " "), depth+1)
+		c.childScript(strings.Join(ctx.stdin, " "), depth+1)
 	}
 }
 
@@ -1088,13 +1243,16 @@ var harmlessBuiltins = map[string]bool{
 
 // allowlisted applies allowlist mode.
 func (c *checker) allowlisted(name string, argv []word, match *commandText) {
-	if c.p.allowlist == nil || harmlessBuiltins[name] {
+	if c.p.allowlist == nil || harmlessBuiltins[name] || c.viaDepth > 0 {
 		return
 	}
 	if shells[name] {
 		if _, mode := shellScript(argv[1:]); mode == "c" {
 			return // its script was judged command by command
 		}
+	}
+	if p := lookupProgram(name); p != nil && p.restFrom > 0 && p.rest.role == roleWords && p.operands(argv[1:]) >= p.restFrom {
+		return // ssh HOST CMD, watch CMD: like sh -c, its command line was judged command by command
 	}
 	prefixes, ok := c.p.allowlist[name]
 	if !ok {

@@ -100,12 +100,12 @@ func TestWordLitAsLit(t *testing.T) {
 
 func TestKindOfAsNameKinds(t *testing.T) {
 	in := fastPathInputs(t)
-	for name := range nameKinds {
+	for name := range nameEntries {
 		in = append(in, name, name+"x", name[:len(name)-1])
 	}
 	for _, s := range in {
-		if got, want := kindOf(s), nameKinds[s]; got != want {
-			t.Errorf("kindOf(%q) = %v, want %v", s, got, want)
+		if got, want := entryOf(s), nameEntries[s]; got != want {
+			t.Errorf("entryOf(%q) = %v, want %v", s, got, want)
 		}
 	}
 }
@@ -291,6 +291,7 @@ func TestReplayAsWalk(t *testing.T) {
 			walked.judgedBefore(src)
 			before := walked.stateSize()
 			walked.collect(src, f)
+			walked.markSureFunctions(f)
 			walked.events = walked.events[:0]
 			if walked.stateSize() != before {
 				walked.generation++
@@ -317,7 +318,7 @@ func TestReplayAsWalk(t *testing.T) {
 // names of stringRunners; it finds no script for any other.
 func TestStringRunnersAsStringRunner(t *testing.T) {
 	in := fastPathInputs(t)
-	for name := range nameKinds {
+	for name := range nameEntries {
 		in = append(in, name)
 	}
 	argvs := [][]word{nil, {{s: "-c"}, {s: "rm -rf /"}}, {{s: "host"}, {s: "rm"}}, {{s: ":::"}, {s: "rm"}},

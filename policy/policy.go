@@ -41,7 +41,9 @@ type Config struct {
 	// DenyWritePaths are globs of paths no command may write, by a redirect or
 	// by any program the checker knows writes a file (tee, dd of=, cp, curl -o,
 	// ...): * and ? within a path component, ** across components, ~ for the
-	// home directory ("~/.bash_history", "/etc/**").
+	// home directory ("~/.bash_history", "/etc/**"). A relative entry
+	// (".env") is read from the working directory: the first workspace root,
+	// else DefaultWorkdir.
 	DenyWritePaths []string `json:"deny_write_paths,omitempty"`
 }
 
@@ -89,6 +91,7 @@ type Policy struct {
 	allowlist     map[string][][]string       // program -> permitted leading words (nil: any)
 	roots         []string
 	denyWrite     []*regexp.Regexp
+	denyGlobs     []string // the globs of denyWrite, to meet a glob target
 	// onScript, when not nil, is called with every script the checker is
 	// about to judge: tests make it panic to see the check fail closed.
 	onScript func(src string)
@@ -146,20 +149,42 @@ func New(cfg Config) (*Policy, error) {
 			}
 		}
 	}
-	for i, g := range cfg.DenyWritePaths {
-		re, err := globRegexp(g)
-		if err != nil {
-			return nil, fmt.Errorf("deny_write_paths[%d]: %v", i, err)
-		}
-		p.denyWrite = append(p.denyWrite, re)
-	}
 	for i, root := range cfg.WorkspaceRoots {
 		if !strings.HasPrefix(root, "/") {
 			return nil, fmt.Errorf("workspace_roots[%d]: %q is not an absolute path", i, root)
 		}
 		p.roots = append(p.roots, cleanPath(root))
 	}
+	for i, g := range cfg.DenyWritePaths {
+		g = homeToTilde(g)
+		if g != "" && !strings.HasPrefix(g, "/") && !strings.HasPrefix(g, "~") {
+			g = p.workdir() + "/" + g // relative: from the working directory
+		}
+		re, err := globRegexp(g)
+		if err != nil {
+			return nil, fmt.Errorf("deny_write_paths[%d]: %v", i, err)
+		}
+		p.denyWrite = append(p.denyWrite, re)
+		if !strings.HasPrefix(g, "~") {
+			g = cleanPath(g)
+		}
+		p.denyGlobs = append(p.denyGlobs, g)
+	}
 	return p, nil
+}
+
+// DefaultWorkdir is the sandbox's working directory when the policy has no
+// workspace roots: relative paths (a write target, a relative
+// deny_write_paths entry) are read from it.
+const DefaultWorkdir = "/workspace"
+
+// workdir is the directory relative paths are read from: the first
+// workspace root, else DefaultWorkdir.
+func (p *Policy) workdir() string {
+	if len(p.roots) > 0 {
+		return p.roots[0]
+	}
+	return DefaultWorkdir
 }
 
 // Default returns the standard policy with no operator rules.

@@ -47,6 +47,11 @@ var (
 	RuleDenyWrite     = Rule{"deny-write-path", "writes to a path the operator denies"}
 )
 
+// strictOnly reports whether r is one of strict mode's own rules.
+func strictOnly(r Rule) bool {
+	return r.ID == RuleDynamicCommand.ID || r.ID == RulePipeShell.ID || r.ID == RuleUnparseable.ID || r.ID == RuleInlineCode.ID
+}
+
 // Rules lists every rule, for documentation and for `airlock check --rules`.
 func Rules() []Rule {
 	return []Rule{

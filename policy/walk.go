@@ -480,8 +480,18 @@ func (w *treeWalk) command(n syntax.Command) {
 		}
 		w.body(n)
 	case *syntax.ArithmCmd:
-		if !w.enterPlain() {
-			return
+		if w.collect {
+			w.event(n)
+			if !w.enterPlain() {
+				return
+			}
+		} else {
+			if !w.enterJudge() {
+				return
+			}
+			if w.c.judgeArithm(n, w.depth); w.c.done() {
+				return
+			}
 		}
 		w.arithm(n.X)
 	case *syntax.CaseClause:
@@ -559,7 +569,8 @@ func (w *treeWalk) command(n syntax.Command) {
 }
 
 // A judgeEvent is where the judging walk of a script acts (at a statement
-// with redirects, a simple command, a pipeline, a declaration or a let; at
+// with redirects, a simple command, a pipeline, a declaration, a let or an
+// arithmetic command; at
 // any other node it only steps), recorded by
 // collect's walk of the script with the walk's own steps before it; a nil
 // node ends the record, with the steps after the last action.
@@ -573,13 +584,16 @@ func (w *treeWalk) command(n syntax.Command) {
 type judgeEvent struct {
 	steps int
 	node  syntax.Node
+	// inBody: the node is in a function's body (which the judging walk
+	// judges outside any call of it, with no arguments bound).
+	inBody bool
 }
 
 // event records the judging walk's action at n, and the walk's steps since
 // the last; the step of n's own entry, which follows at once, is the
 // judging walk's, taken by replay.
 func (w *treeWalk) event(n syntax.Node) {
-	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark, node: n})
+	w.c.events = append(w.c.events, judgeEvent{steps: w.walked - w.mark, node: n, inBody: len(w.open) > 0})
 	w.mark = w.walked + 1
 }
 
@@ -607,6 +621,7 @@ func (c *checker) replay(src string, start, depth int) {
 			break
 		}
 		c.step()
+		c.inBody = ev.inBody
 		switch n := ev.node.(type) {
 		case *syntax.Stmt:
 			c.redirects(src, n, &ws)
@@ -618,9 +633,12 @@ func (c *checker) replay(src string, start, depth int) {
 			c.judgeDecl(n, depth)
 		case *syntax.LetClause:
 			c.judgeLet(src, n, depth)
+		case *syntax.ArithmCmd:
+			c.judgeArithm(n, depth)
 		default:
 			panic(fmt.Sprintf("replay: unexpected node type %T", n))
 		}
+		c.inBody = false
 	}
 	c.putWalkState(ws)
 }
@@ -635,7 +653,15 @@ func (c *checker) replay(src string, start, depth int) {
 // the parser makes no stage that is.) Past the step budget the walk stops
 // and the test is left unfinished, as nothing is judged then.
 func (w *treeWalk) body(n *syntax.FuncDecl) {
-	if !w.collect || n.Name == nil {
+	if !w.collect {
+		// The body, judged outside any call of it (replay's judgeEvent.inBody).
+		in := w.c.inBody
+		w.c.inBody = true
+		w.stmt(n.Body)
+		w.c.inBody = in
+		return
+	}
+	if n.Name == nil {
 		w.stmt(n.Body)
 		return
 	}
@@ -785,6 +811,9 @@ func (w *treeWalk) wordPart(n syntax.WordPart) {
 		}
 		w.lit(n.Pattern)
 	case *syntax.ProcSubst:
+		if w.collect && n.Op == syntax.CmdOut {
+			w.c.outSubsts = true // call looks for the commands that read it
+		}
 		if !w.enterPlain() {
 			return
 		}

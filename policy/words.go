@@ -363,7 +363,7 @@ func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 		if info != nil && info.overflow {
 			return false // partSegments refuses it as too complex
 		}
-		if info == nil && p.Param != nil && p.Exp == nil && p.Param.Value != "*" && p.Param.Value != "IFS" {
+		if info == nil && p.Param != nil && p.Exp == nil && p.Param.Value != "*" && p.Param.Value != "IFS" && p.Param.Value != "PWD" {
 			return true // never bound by the script: arrayElems and paramValues find nothing
 		}
 		if _, ok := c.arrayElems(p, info); ok {
@@ -538,10 +538,24 @@ func (c *checker) paramValues(p *syntax.ParamExp, info *varInfo) ([]string, bool
 	if !ok && p.Param.Value == "IFS" && info == nil {
 		vals, ok = []string{" \t\n"}, true // never assigned: the shell's default
 	}
+	if !ok && p.Param.Value == "PWD" && info == nil {
+		vals, ok = []string{c.dir()}, true // where the script is (cd), else the working directory
+	}
 	if p.Exp == nil {
 		return vals, ok
 	}
 	switch p.Exp.Op {
+	case syntax.RemSmallSuffix, syntax.RemLargeSuffix, syntax.RemSmallPrefix, syntax.RemLargePrefix:
+		// ${PWD%/*}: the values less what the pattern matches.
+		pat, pok := c.staticString(p.Exp.Word)
+		if !ok || !pok {
+			return nil, false
+		}
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			out[i] = trimPattern(v, pat, p.Exp.Op)
+		}
+		return out, true
 	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
 		def, dok := c.staticString(p.Exp.Word)
 		if !dok {
@@ -577,6 +591,37 @@ func (c *checker) arrayElems(p *syntax.ParamExp, info *varInfo) ([]string, bool)
 		return info.array, true
 	}
 	return nil, false
+}
+
+// trimPattern is ${v%pat}, ${v%%pat}, ${v#pat} or ${v##pat}.
+func trimPattern(v, pat string, op syntax.ParExpOperator) string {
+	switch op {
+	case syntax.RemSmallSuffix:
+		for i := len(v); i >= 0; i-- {
+			if globMatch(pat, v[i:]) {
+				return v[:i]
+			}
+		}
+	case syntax.RemLargeSuffix:
+		for i := 0; i <= len(v); i++ {
+			if globMatch(pat, v[i:]) {
+				return v[:i]
+			}
+		}
+	case syntax.RemSmallPrefix:
+		for i := 0; i <= len(v); i++ {
+			if globMatch(pat, v[:i]) {
+				return v[i:]
+			}
+		}
+	case syntax.RemLargePrefix:
+		for i := len(v); i >= 0; i-- {
+			if globMatch(pat, v[:i]) {
+				return v[i:]
+			}
+		}
+	}
+	return v
 }
 
 // staticString evaluates a word that must be one static string (no splitting).
@@ -617,7 +662,8 @@ func unescapeLit(s string, quoted bool) (string, bool) {
 		return s, false
 	}
 	if strings.IndexByte(s[i:], '\\') < 0 {
-		return s, !quoted // glob characters and no backslash: nothing to rewrite
+		// Glob characters and no backslash: nothing to rewrite.
+		return s, !quoted && (s[i] != '[' || strings.IndexByte(s[i:], ']') >= 0 || strings.ContainsAny(s[i:], "*?"))
 	}
 	var b strings.Builder
 	glob := false
@@ -635,8 +681,8 @@ func unescapeLit(s string, quoted bool) (string, bool) {
 				continue
 			}
 		}
-		if !quoted && (ch == '*' || ch == '?' || ch == '[') {
-			glob = true
+		if !quoted && (ch == '*' || ch == '?' || ch == '[' && strings.IndexByte(s[i+1:], ']') >= 0) {
+			glob = true // a [ without its ] is itself: [ -f x ] runs [
 		}
 		b.WriteByte(ch)
 	}
@@ -709,6 +755,9 @@ func ansiC(s string) string {
 				b.WriteString(`\x`)
 				continue
 			}
+			if n == 0 {
+				return b.String() // a NUL ends the string
+			}
 			b.WriteByte(byte(n))
 			i += k
 		case 'u', 'U':
@@ -734,6 +783,9 @@ func ansiC(s string) string {
 			for k < 3 && i+k < len(s) && s[i+k] >= '0' && s[i+k] <= '7' {
 				n = n*8 + int(s[i+k]-'0')
 				k++
+			}
+			if n == 0 {
+				return b.String() // bash ends the string at a NUL: $'rm\0x' is rm
 			}
 			b.WriteByte(byte(n))
 			i += k - 1

@@ -147,6 +147,9 @@ func explainCheck(stdout, stderr io.Writer, serverURL, file, mode string, args [
 		if st.Rule != "" {
 			verdict = fmt.Sprintf("refused [%s]: %s", st.Rule, st.Reason)
 		}
+		if st.Via != "" {
+			verdict += "\t(judged as code by the table of programs: " + st.Via + ")"
+		}
 		fmt.Fprintf(tw, "  %s\t%s\n", st.Command, verdict)
 	}
 	tw.Flush()

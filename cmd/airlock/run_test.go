@@ -70,6 +70,11 @@ func TestCheckExplain(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	out.Reset()
+	code = checkCmd(t.Context(), []string{"--explain", "cpulimit -l 50 -f reboot"}, &out, &errb)
+	if code != checkBlocked || !strings.Contains(out.String(), "cpulimit operand 1: a program and its arguments") {
+		t.Fatalf("the table's entry is not named: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
 	if code := checkCmd(t.Context(), []string{"--explain", "--server", "http://127.0.0.1:1", "ls"}, &out, &errb); code != checkBadInput {
 		t.Fatalf("--explain with --server: exit %d", code)
 	}
