@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // The shell parser recurses once for every construct a script nests, and
 // some chains of operators it parses by recursion too (`! ! ! a` in `[[`,
 // `1**1**1` in arithmetic). A Go stack has no limit below a gigabyte, and
@@ -33,7 +35,7 @@ package policy
 // refuse, and no script a person writes comes near the bound.
 const (
 	maxNesting = 500
-	maxTokens  = 100_000
+	maxTokens  = 1 << 16
 	// maxPendingHeredocs bounds the here-documents one line may start.
 	maxPendingHeredocs = 16
 )
@@ -43,23 +45,28 @@ const (
 type frame uint8
 
 const (
-	fSub     frame = iota // ( in command position: a subshell, closed by )
-	fParen                // $( <( >( a=( and ( elsewhere, closed by )
-	fBrace                // { ... } group, closed by } where a command may end
-	fBack                 // ` ... `
-	fIf                   // if ... fi
-	fLoop                 // while, until, for, select ... done
-	fCase                 // case ... esac
-	fDQ                   // "..."
-	fParam                // ${ ... }
-	fArith                // $(( (( ... ))
-	fAParen               // ( inside arithmetic
-	fIndex                // a[ ... ] and $[ ... ]: arithmetic closed by ]
-	fTest                 // [[ ... ]]
-	fTParen               // ( inside [[ ]]
-	fArithOp              // an operator of arithmetic: the parser may recurse on it
-	fTestOp               // ! && || inside [[ ]]
-	fHdoc                 // the body of an unquoted here-document
+	fSub       frame = iota // ( in command position: a subshell, closed by )
+	fParen                  // $( <( >(, closed by )
+	fWordParen              // ( after a word: f() {, a=(, @(, closed by )
+	fBrace                  // { ... } group, closed by } where a command may end
+	fBack                   // ` ... `
+	fBackDQ                 // ` ... ` in double quotes
+	fBraceExp               // { ... } in a word: a brace expansion
+	fIf                     // if ... fi
+	fLoop                   // while, until, for, select ... done
+	fCase                   // case ... esac
+	fDQ                     // "..."
+	fParam                  // ${ ... }
+	fArith                  // $(( (( ... ))
+	fAParen                 // ( inside arithmetic
+	fIndex                  // a[ ... ] and $[ ... ]: arithmetic closed by ]
+	fLet                    // let's arguments: arithmetic up to the command's end
+	fTest                   // [[ ... ]]
+	fTParen                 // ( inside [[ ]]
+	fArithOp                // an operator of arithmetic: the parser may recurse on it
+	fTestOp                 // ! && || inside [[ ]]
+	fParamOp                // an operator in ${ }: ${a:!!1} is arithmetic
+	fHdoc                   // the body of an unquoted here-document
 )
 
 type mode uint8
@@ -74,9 +81,9 @@ const (
 )
 
 var frameMode = [...]mode{
-	fSub: mCmd, fParen: mCmd, fBrace: mCmd, fBack: mCmd, fIf: mCmd, fLoop: mCmd, fCase: mCmd,
-	fDQ: mDQ, fParam: mParam, fArith: mArith, fAParen: mArith, fIndex: mArith,
-	fTest: mTest, fTParen: mTest, fArithOp: mArith, fTestOp: mTest, fHdoc: mHdoc,
+	fSub: mCmd, fParen: mCmd, fWordParen: mCmd, fBrace: mCmd, fBack: mCmd, fBackDQ: mCmd, fBraceExp: mCmd, fIf: mCmd, fLoop: mCmd, fCase: mCmd,
+	fDQ: mDQ, fParam: mParam, fArith: mArith, fAParen: mArith, fIndex: mArith, fLet: mArith,
+	fTest: mTest, fTParen: mTest, fArithOp: mArith, fTestOp: mTest, fParamOp: mParam, fHdoc: mHdoc,
 }
 
 // heredoc is a here-document whose body is still to come: its delimiter as
@@ -89,20 +96,31 @@ type heredoc struct {
 
 // scanner is the state of tooComplex's pass. It lives on the caller's stack.
 type scanner struct {
-	src    string
-	i      int
-	sp     int
-	stack  [maxNesting]frame
+	src   string
+	i     int
+	sp    int
+	stack [maxNesting]frame
+	// chain[k] counts the && and || of the list being read at level k,
+	// chains all of them: levels too (link).
+	chain  [maxNesting + 1]uint16
+	chains int
+	// linked: the last operator was && or ||, which a newline does not end.
+	linked bool
 	tokens int
 	// openOK: a reserved word or { here may open a compound command (counted
 	// generously); closeOK: a reserved word or } here may close one (strictly).
 	openOK, closeOK bool
-	// cont: the last ) closed a $( in a word, which goes on.
-	cont bool
-	// letOps counts the operators of a let command's arithmetic, levels
-	// until the command ends.
-	let    bool
-	letOps int
+	// partEnd is where the last quoted or expanded part of a word ended: a #
+	// there goes on with the word at the top level, and starts a comment
+	// inside ( ), $( ), backquotes, an array or a case (the parser's way).
+	partEnd int
+	// fresh: a comment ended here, so a word starts.
+	fresh bool
+	// bq counts the backquotes open, bqDQ those in double quotes.
+	bq, bqDQ int
+	// assignOK: the next word may be an assignment (after a command's
+	// start, an assignment, or declare and its kin: decl).
+	assignOK, decl bool
 	// keepOpen: the next word is a name after `function` or `coproc`, after
 	// which a { still opens.
 	keepOpen bool
@@ -112,13 +130,15 @@ type scanner struct {
 	npending int
 	// hdoc is the here-document whose body is being read.
 	hdoc heredoc
+	// deepest is the most levels open at once, for the tests.
+	deepest int
 }
 
 // tooComplex reports whether parsing src could nest deeper than maxNesting
 // or build more than maxTokens words and operators.
 func tooComplex(src string) bool {
-	if len(src) < maxNesting/2 {
-		return false // every level takes at least two bytes but ( and `, which cannot fill 500 levels here
+	if len(src) < maxNesting {
+		return false // every level, word and operator takes a byte at least
 	}
 	s := scanner{src: src, openOK: true}
 	return !s.run()
@@ -164,12 +184,65 @@ func (s *scanner) run() bool {
 }
 
 func (s *scanner) push(f frame) bool {
-	if s.sp == maxNesting {
+	if s.sp+s.chains >= maxNesting {
 		return false
 	}
 	s.stack[s.sp] = f
 	s.sp++
+	switch f {
+	case fBackDQ:
+		s.bqDQ++
+		fallthrough
+	case fBack:
+		s.bq++
+	}
+	s.tokens++ // every level is a node of the tree at least
+	s.chain[s.sp] = 0
+	s.deepest = max(s.deepest, s.sp+s.chains)
 	return true
+}
+
+// pop closes the innermost level.
+func (s *scanner) pop() {
+	s.endChain()
+	s.sp--
+	switch s.stack[s.sp] {
+	case fDQ, fParam, fParen, fArith, fIndex:
+		s.partEnd = s.i
+	case fBackDQ:
+		s.bqDQ--
+		fallthrough
+	case fBack:
+		s.bq--
+		s.partEnd = s.i
+	}
+}
+
+// inSub reports whether a level open is one in which the parser takes a #
+// after a word's part for a comment (partEnd).
+func (s *scanner) inSub() bool {
+	for k := 0; k < s.sp; k++ {
+		switch s.stack[k] {
+		case fSub, fParen, fWordParen, fBack, fBackDQ, fCase:
+			return true
+		}
+	}
+	return false
+}
+
+// link counts an && or || of the current list: the check walks such a
+// chain by recursion, a level each.
+func (s *scanner) link() bool {
+	s.chain[s.sp]++
+	s.chains++
+	s.deepest = max(s.deepest, s.sp+s.chains)
+	return s.sp+s.chains < maxNesting
+}
+
+// endChain ends the current list's chain of && and ||.
+func (s *scanner) endChain() {
+	s.chains -= int(s.chain[s.sp])
+	s.chain[s.sp] = 0
 }
 
 func (s *scanner) top() frame {
@@ -181,11 +254,11 @@ func (s *scanner) top() frame {
 
 // popTo drops the operators above the innermost frame and pops it if it is f.
 func (s *scanner) popTo(f frame) bool {
-	for s.sp > 0 && (s.stack[s.sp-1] == fArithOp || s.stack[s.sp-1] == fTestOp) {
-		s.sp--
+	for s.sp > 0 && (s.stack[s.sp-1] == fArithOp || s.stack[s.sp-1] == fTestOp || s.stack[s.sp-1] == fParamOp) {
+		s.pop()
 	}
 	if s.top() == f {
-		s.sp--
+		s.pop()
 		return true
 	}
 	return false
@@ -234,6 +307,7 @@ func (s *scanner) skipSingle() {
 		s.i++
 	}
 	s.i++
+	s.partEnd = s.i
 }
 
 // skipANSI skips a $'...' string from its $.
@@ -246,6 +320,7 @@ func (s *scanner) skipANSI() {
 		s.i++
 	}
 	s.i++
+	s.partEnd = s.i
 }
 
 // dollar reads what a $ opens, in any mode but a single-quoted string.
@@ -261,6 +336,12 @@ func (s *scanner) dollar() bool {
 		return s.push(fParen)
 	case '{':
 		s.adv(2)
+		switch s.peek(0) {
+		case ' ', '\t', '\n', '|':
+			// ${ cmd; } and ${| cmd; }: a command substitution
+			s.openOK, s.closeOK = true, false
+			return s.push(fBrace)
+		}
 		return s.push(fParam)
 	case '[':
 		s.adv(2)
@@ -272,18 +353,88 @@ func (s *scanner) dollar() bool {
 		s.skipANSI()
 		return true
 	}
-	s.i++
+	s.adv(1)
+	if s.i < len(s.src) {
+		switch c := s.src[s.i]; {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			for s.i < len(s.src) && isNameByte(s.src[s.i]) {
+				s.i++
+			}
+			s.partEnd = s.i
+		case c >= '0' && c <= '9' || strings.IndexByte("@*#?$!-", c) >= 0:
+			s.i++
+			s.partEnd = s.i
+		}
+	}
 	return true
 }
 
-// backquote opens or closes a `...` command substitution.
-func (s *scanner) backquote() bool {
+// backquote opens or closes a `...` command substitution: a backquote with
+// no backslash before it closes the innermost, if one is open.
+func (s *scanner) backquote(inDQ bool) bool {
 	s.i++
-	if s.popTo(fBack) {
+	if s.bq > 0 {
+		s.closeBack()
 		return true
 	}
-	s.openOK, s.closeOK = true, false
+	return s.openBack(inDQ)
+}
+
+// closeBack closes the innermost backquote, and what is open within it:
+// had that been open, the parser would refuse the script here.
+func (s *scanner) closeBack() {
+	for s.sp > 0 {
+		f := s.stack[s.sp-1]
+		s.pop()
+		if f == fBack || f == fBackDQ {
+			return
+		}
+	}
+}
+
+func (s *scanner) openBack(inDQ bool) bool {
+	s.openOK, s.closeOK, s.fresh = true, false, true
+	if inDQ {
+		return s.push(fBackDQ)
+	}
 	return s.push(fBack)
+}
+
+// escape reads a run of backslashes and what follows it. Within backquotes
+// the parser first drops a backslash a level before $, ` and \ (and " when
+// the backquotes are in double quotes), so \` nests a backquote in a
+// backquote, \\` in two; the backslashes left escape as they do outside.
+func (s *scanner) escape(inDQ bool) bool {
+	j := s.i
+	for j < len(s.src) && s.src[j] == '\\' {
+		j++
+	}
+	r := j - s.i
+	var c byte
+	if j < len(s.src) {
+		c = s.src[j]
+	}
+	drop := 0
+	if n := s.bq; n > 0 {
+		drop = min(r-1, n)
+		if drop < r && (c == '$' || c == '`' || c == '\\' || c == '"' && drop < s.bqDQ) {
+			drop++
+		}
+	}
+	s.i = j
+	if (r-drop)%2 == 1 {
+		s.i = min(j+1, len(s.src)) // c is escaped
+		return true
+	}
+	if c == '`' && drop > 0 {
+		s.i++
+		if drop < s.bq {
+			s.closeBack()
+			return true
+		}
+		return s.openBack(inDQ)
+	}
+	return true // c is read as it is
 }
 
 // cmd reads one step of command text.
@@ -297,21 +448,34 @@ func (s *scanner) cmd() bool {
 		s.i++
 		s.tokens++
 		s.openOK, s.closeOK = true, true
-		s.let, s.letOps = false, 0
+		s.decl, s.assignOK = false, false
 		if s.npending > 0 {
 			return s.startBody()
 		}
+		s.endLine()
 		return true
 	case ';', '&', '|':
 		// One operator (; ;; ;& & && | || |&): a command may start after
 		// any, and end after ; and a lone &.
 		s.tokens++
+		if b == '&' && s.peek(1) == '>' {
+			s.adv(1) // &> and &>> redirect
+			return true
+		}
 		s.openOK, s.closeOK = true, b == ';' || b == '&' && s.peek(1) != '&'
+		next := s.peek(1)
 		s.adv(1)
 		for c := s.peek(0); c == ';' || c == '&' || c == '|'; c = s.peek(0) {
 			s.adv(1)
 		}
-		s.cont, s.let, s.letOps = false, false, 0
+		s.decl, s.assignOK = false, false
+		s.linked = b != ';' && next == b
+		switch {
+		case s.linked:
+			return s.link() // && ||
+		case s.closeOK:
+			s.endChain() // ; ;; ;& &
+		}
 		return true
 	case '<', '>':
 		s.tokens++
@@ -321,11 +485,18 @@ func (s *scanner) cmd() bool {
 			s.openOK = true
 			return s.push(fParen)
 		}
-		if b == '<' && s.peek(1) == '<' && s.peek(2) != '<' {
+		if b == '<' && s.peek(1) == '<' {
+			if s.peek(2) == '<' {
+				s.adv(3) // a here-string
+				return true
+			}
 			s.adv(2)
 			return s.heredoc()
 		}
-		s.i++
+		s.adv(1)
+		for c := s.peek(0); c == '&' || c == '>' || c == '|'; c = s.peek(0) {
+			s.adv(1) // >& <& >> >| and the like: one redirect
+		}
 		return true
 	case '(':
 		s.tokens++
@@ -333,7 +504,7 @@ func (s *scanner) cmd() bool {
 			s.adv(2)
 			return s.push(fArith)
 		}
-		f := fParen
+		f := fWordParen
 		if s.openOK {
 			f = fSub
 		}
@@ -343,26 +514,72 @@ func (s *scanner) cmd() bool {
 	case ')':
 		s.tokens++
 		s.i++
+		s.closeSoft()
 		switch {
 		case s.popTo(fSub):
 			s.openOK, s.closeOK = true, true
 		case s.popTo(fParen):
 			s.openOK, s.closeOK = false, false
-			s.cont = true // $(...)#x: the # is the word's
+		case s.popTo(fWordParen):
+			s.openOK, s.closeOK = true, false // f() {
 		case s.top() == fCase:
 			s.openOK, s.closeOK = true, false // a pattern's ): its command follows
 		default:
 			s.openOK, s.closeOK = false, false
 		}
 		return true
-	case '#':
-		if prev := s.prev(); prev == 0 || isDelim(prev) && !(prev == ')' && s.cont) {
-			s.comment()
-			return true
+	}
+	prev := s.prev()
+	wordStart := prev == 0 || isDelim(prev) && s.i != s.partEnd || s.fresh
+	s.fresh = false
+	if (wordStart || s.i == s.partEnd) && strings.IndexByte("?*+@!", b) >= 0 && s.peek(1) == '(' && s.peek(2) != ')' {
+		s.extglob()
+		return true
+	}
+	if b == '#' && (wordStart || s.i == s.partEnd && s.inSub()) {
+		s.comment()
+		return true
+	}
+	return s.word(wordStart)
+}
+
+// closeSoft pops, before a ) in command text, the levels it would close
+// within the ( it closes: a { in a word, or a group or a compound command
+// whose closer the scan did not see. Were they open, the parser would refuse
+// the script at this ); a case is left, whose pattern the ) may end.
+func (s *scanner) closeSoft() {
+	k := s.sp - 1
+	for k >= 0 {
+		switch s.stack[k] {
+		case fBraceExp, fBrace, fIf, fLoop:
+			k--
+			continue
+		case fSub, fParen, fWordParen:
+			for s.sp > k+1 {
+				s.pop()
+			}
+		}
+		return
+	}
+}
+
+// extglob skips an extended glob, @(...) and its kin, which the parser
+// reads as literal text up to the ) that balances its (.
+func (s *scanner) extglob() {
+	s.tokens++
+	s.adv(2)
+	for open := 1; s.i < len(s.src); s.adv(1) {
+		switch s.src[s.i] {
+		case '(':
+			open++
+		case ')':
+			if open--; open == 0 {
+				s.adv(1)
+				s.partEnd = s.i
+				return
+			}
 		}
 	}
-	s.cont = false
-	return s.word()
 }
 
 // prev returns the byte before s.i, line continuations not counted (0 at
@@ -388,30 +605,68 @@ func (s *scanner) prev() byte {
 // comment skips a comment, which ends at its line's end, or at a backquote
 // that closes a command substitution it is in.
 func (s *scanner) comment() {
-	inBack := false
-	for k := 0; k < s.sp; k++ {
-		inBack = inBack || s.stack[k] == fBack
-	}
-	for s.i < len(s.src) && s.src[s.i] != '\n' && !(inBack && s.src[s.i] == '`') {
+	start := s.i
+	for s.i < len(s.src) && s.src[s.i] != '\n' && !(s.src[s.i] == '`' && s.bq > 0 && s.closesBack(start)) {
 		s.i++
 	}
+	n := 0
+	for n < s.i && s.src[s.i-1-n] == '\\' {
+		n++
+	}
+	if s.i < len(s.src) && n%2 == 1 {
+		// The comment ends with a line continuation, which the parser
+		// drops with it: the next line goes on with the command.
+		s.i++
+		s.fresh = true
+	}
+}
+
+// closesBack reports whether the backquote at s.i, in a comment that began
+// at start, closes a backquote (escape).
+func (s *scanner) closesBack(start int) bool {
+	r := 0
+	for s.i-r-1 >= start && s.src[s.i-r-1] == '\\' {
+		r++
+	}
+	drop := min(r, s.bq)
+	return (r-drop)%2 == 0 && drop < s.bq
 }
 
 // word reads one unquoted word, with its quoted and expanded parts up to the
 // first that opens a level, in command text.
-func (s *scanner) word() bool {
-	s.tokens++
+func (s *scanner) word(wordStart bool) bool {
 	start := s.i
-	if s.openOK || s.closeOK || s.keepOpen {
-		var buf [8]byte
-		if n, end, ok := s.reserved(&buf); ok {
-			return s.keyword(string(buf[:n]), end)
+	name := false // the word so far is a name that may be assigned to
+	if wordStart {
+		s.tokens++
+		name = (s.openOK || s.assignOK || s.decl) && !(s.src[s.i] >= '0' && s.src[s.i] <= '9')
+		s.assignOK = false
+		if s.openOK || s.closeOK || s.keepOpen {
+			var buf [8]byte
+			if n, end, ok := s.reserved(&buf); ok {
+				return s.keyword(string(buf[:n]), end)
+			}
 		}
 	}
 	keep := s.keepOpen
-	s.openOK, s.closeOK, s.keepOpen = keep, false, false
+	s.openOK, s.closeOK, s.keepOpen, s.linked = keep, false, false, false
 	for s.i < len(s.src) {
 		b := s.src[s.i]
+		if name && !isNameByte(b) {
+			// name= and name+= assign, name[ is a subscript (arithmetic),
+			// and the next word may assign too; the parser reads name[
+			// anywhere else as a glob.
+			name = false
+			switch {
+			case s.i == start:
+			case b == '=' || b == '+' && s.peek(1) == '=':
+				s.assignOK = true
+			case b == '[':
+				s.assignOK = true
+				s.i++
+				return s.push(fIndex)
+			}
+		}
 		switch b {
 		case '\'':
 			s.skipSingle()
@@ -420,37 +675,39 @@ func (s *scanner) word() bool {
 			s.i++
 			return s.push(fDQ)
 		case '\\':
+			if s.bq > 0 {
+				return s.escape(false)
+			}
 			s.i += 2
 			continue
 		case '$':
 			return s.dollar()
 		case '`':
-			return s.backquote()
-		case '[':
-			if s.i > start && isNameByte(s.src[s.i-1]) {
-				s.i++
-				return s.push(fIndex) // a subscript: arithmetic
+			return s.backquote(false)
+		case '#':
+			if s.i == s.partEnd && s.inSub() {
+				s.comment()
+				return true
 			}
+		case '{':
+			// The check expands braces by recursion, and builds each
+			// one.
+			s.i++
+			if !s.push(fBraceExp) {
+				return false
+			}
+			continue
+		case '}':
+			s.i++
+			s.popTo(fBraceExp)
+			continue
 		}
 		if isDelim(b) {
 			return true
 		}
-		if s.let && isArithOp(b) {
-			if s.letOps++; s.sp+s.letOps >= maxNesting {
-				return false
-			}
-		}
 		s.i++
 	}
 	return true
-}
-
-func isArithOp(b byte) bool {
-	switch b {
-	case '!', '~', '-', '+', '=', '?', '*', '/', '%', '^', ':', ',':
-		return true
-	}
-	return false
 }
 
 func isNameByte(b byte) bool {
@@ -474,7 +731,7 @@ func (s *scanner) reserved(buf *[8]byte) (n, end int, ok bool) {
 		n++
 		j = s.skipCont(j + 1)
 	}
-	if n == 0 || j < len(s.src) && !isDelim(s.src[j]) {
+	if n == 0 || j < len(s.src) && !isDelim(s.src[j]) && !(s.src[j] == '`' && s.bq > 0) {
 		return 0, 0, false
 	}
 	return n, j, true
@@ -485,10 +742,10 @@ func (s *scanner) reserved(buf *[8]byte) (n, end int, ok bool) {
 func (s *scanner) keyword(w string, end int) bool {
 	open, closeOK, keep := s.openOK, s.closeOK, s.keepOpen
 	s.i = end
-	s.openOK, s.closeOK, s.keepOpen = false, false, false
+	s.openOK, s.closeOK, s.keepOpen, s.linked = false, false, false, false
 	pop := func(f frame) bool {
 		if closeOK && s.top() == f {
-			s.sp--
+			s.pop()
 			s.openOK, s.closeOK = true, true
 			return true
 		}
@@ -518,13 +775,23 @@ func (s *scanner) keyword(w string, end int) bool {
 		if open {
 			return s.push(fTest)
 		}
-	case "then", "do", "else", "elif", "!", "time":
+	case "then", "do", "else", "elif":
 		s.openOK = open || closeOK
+	case "!", "time":
+		// The parser recurses on each time of time time ... a.
+		s.openOK = open || closeOK
+		if open {
+			return s.link()
+		}
 	case "in":
 		s.openOK = true
 		s.closeOK = s.top() == fCase
 	case "let":
-		s.let = open
+		if open {
+			return s.push(fLet)
+		}
+	case "declare", "local", "export", "readonly", "typeset", "nameref":
+		s.decl = open
 	case "function", "coproc":
 		s.openOK, s.keepOpen = open, open
 	case "fi":
@@ -560,8 +827,16 @@ func (s *scanner) heredoc() bool {
 			break
 		}
 		switch b {
+		case '$', '`':
+			// The parser refuses an expansion in a delimiter, but
+			// only once it has read it: read it as a word.
+			s.i = h.start
+			return true
 		case '\'', '"':
 			h.quoted = true
+			if b == '"' {
+				s.deepest = max(s.deepest, s.sp+s.chains+1)
+			}
 			s.i++
 			for s.i < len(s.src) && s.src[s.i] != b {
 				s.i++
@@ -596,9 +871,19 @@ func (s *scanner) startBody() bool {
 		if s.npending > 0 {
 			return s.startBody()
 		}
+		s.endLine()
 		return true
 	}
 	return s.push(fHdoc)
+}
+
+// endLine ends the chain of && and || at a line's end (after its
+// here-documents, which the parser reads within the line's statement),
+// unless the line ends with one.
+func (s *scanner) endLine() {
+	if !s.linked {
+		s.endChain()
+	}
 }
 
 func (s *scanner) skipLine() {
@@ -640,20 +925,22 @@ func (s *scanner) atDelimiter() bool {
 // nest, the rest is literal.
 func (s *scanner) hdocBody() bool {
 	if s.i == s.body && s.atDelimiter() {
-		s.sp-- // the body's frame
+		s.pop() // the body's frame
 		s.skipLine()
+		s.openOK, s.closeOK, s.fresh = true, true, true // the line after it starts a command
 		if s.npending > 0 {
 			return s.startBody()
 		}
+		s.endLine()
 		return true
 	}
 	switch s.src[s.i] {
 	case '\\':
-		s.i += 2
+		return s.escape(true)
 	case '$':
 		return s.dollar()
 	case '`':
-		return s.backquote()
+		return s.backquote(true)
 	case '\n':
 		s.i++
 		s.body = s.i
@@ -667,14 +954,14 @@ func (s *scanner) hdocBody() bool {
 func (s *scanner) dq() bool {
 	switch s.src[s.i] {
 	case '\\':
-		s.i += 2
+		return s.escape(true)
 	case '"':
 		s.i++
 		s.popTo(fDQ)
 	case '$':
 		return s.dollar()
 	case '`':
-		return s.backquote()
+		return s.backquote(true)
 	default:
 		s.i++
 	}
@@ -693,14 +980,17 @@ func (s *scanner) param() bool {
 		s.i++
 		return s.push(fDQ)
 	case '\\':
-		s.i += 2
+		return s.escape(false)
 	case '$':
 		return s.dollar()
 	case '`':
-		return s.backquote()
+		return s.backquote(false)
 	case '[':
 		s.i++
 		return s.push(fIndex)
+	case '!', '~', '-', '+', '=', '?', '*', '/', '%', '<', '>', '^', ':', ',', '&', '|':
+		s.i++
+		return s.push(fParamOp)
 	default:
 		s.i++
 	}
@@ -719,19 +1009,22 @@ func (s *scanner) arith() bool {
 		s.i++
 		return s.push(fDQ)
 	case '\\':
-		s.i += 2
+		return s.escape(false)
 	case '$':
 		return s.dollar()
 	case '`':
-		return s.backquote()
+		return s.backquote(false)
 	case '(':
 		s.i++
 		return s.push(fAParen)
+	case '[':
+		s.i++
+		return s.push(fIndex)
 	case ')':
 		s.i++
 		if !s.popTo(fAParen) && s.top() == fArith && s.peek(0) == ')' {
 			s.i++
-			s.sp--
+			s.pop()
 		}
 	case ']':
 		s.i++
@@ -739,9 +1032,15 @@ func (s *scanner) arith() bool {
 	case '\n', ';', '&', '|':
 		// A subscript ends with its command at the latest (a[ is
 		// often a glob): read on as a command.
-		if s.top() == fIndex || s.top() == fArithOp && s.indexBelow() {
+		switch s.arithBelow() {
+		case fIndex:
 			if b == '\n' || b == ';' || (b == '&' || b == '|') && s.peek(1) == b {
 				s.popTo(fIndex)
+				return true
+			}
+		case fLet:
+			if b == '\n' || b == ';' {
+				s.popTo(fLet)
 				return true
 			}
 		}
@@ -759,15 +1058,14 @@ func (s *scanner) arith() bool {
 	return true
 }
 
-// indexBelow reports whether the innermost frame under the operators is a
-// subscript.
-func (s *scanner) indexBelow() bool {
+// arithBelow returns the innermost frame under the operators.
+func (s *scanner) arithBelow() frame {
 	for k := s.sp - 1; k >= 0; k-- {
 		if s.stack[k] != fArithOp {
-			return s.stack[k] == fIndex
+			return s.stack[k]
 		}
 	}
-	return false
+	return 255
 }
 
 // test reads one step of a [[ ... ]] expression.
@@ -780,11 +1078,11 @@ func (s *scanner) test() bool {
 		s.i++
 		return s.push(fDQ)
 	case '\\':
-		s.i += 2
+		return s.escape(false)
 	case '$':
 		return s.dollar()
 	case '`':
-		return s.backquote()
+		return s.backquote(false)
 	case '(':
 		s.i++
 		return s.push(fTParen)
