@@ -26,6 +26,13 @@ var hostileNestings = []struct {
 	{"{", func(n int) string { return around("{ ", "a", "; }", n) }, false},
 	{"`", func(n int) string { return strings.Repeat("`", n) }, true},
 	{"`echo \\`", func(n int) string { return strings.Repeat("`echo \\`echo ", n/13) }, true},
+	{"` \\` \\\\`", func(n int) string {
+		var b strings.Builder // level k opens with k-1 backslashes
+		for k := 0; b.Len()+k+1 <= n; k++ {
+			b.WriteString(strings.Repeat("\\", k) + "`")
+		}
+		return b.String()
+	}, false},
 	{"$((", func(n int) string { return around("$((", "1", "))", n) }, false},
 	{"$(( (", func(n int) string { return "$((" + around("(", "1", ")", n-5) + "))" }, false},
 	{"$((!", func(n int) string { return "$((" + strings.Repeat("!", n-5) + "1))" }, false},
