@@ -36,6 +36,12 @@ import "strings"
 const (
 	maxNesting = 500
 	maxTokens  = 1 << 16
+	// minScanned: a shorter script is not scanned. Every level takes a byte
+	// at least, so it nests 2,048 levels at most, which the parser takes in
+	// 4 MiB of stack (( at 2 KiB a level); and nearly every command is
+	// shorter, so the scan costs them nothing (it costs about a fifth of
+	// the parse of the script it reads).
+	minScanned = 2048
 	// maxPendingHeredocs bounds the here-documents one line may start.
 	maxPendingHeredocs = 16
 )
@@ -137,8 +143,8 @@ type scanner struct {
 // tooComplex reports whether parsing src could nest deeper than maxNesting
 // or build more than maxTokens words and operators.
 func tooComplex(src string) bool {
-	if len(src) < maxNesting {
-		return false // every level, word and operator takes a byte at least
+	if len(src) < minScanned {
+		return false
 	}
 	s := scanner{src: src, openOK: true}
 	return !s.run()
@@ -442,7 +448,8 @@ func (s *scanner) cmd() bool {
 	b := s.src[s.i]
 	switch b {
 	case ' ', '\t':
-		s.i++
+		for s.i++; s.i < len(s.src) && (s.src[s.i] == ' ' || s.src[s.i] == '\t'); s.i++ {
+		}
 		return true
 	case '\n':
 		s.i++
@@ -532,7 +539,7 @@ func (s *scanner) cmd() bool {
 	prev := s.prev()
 	wordStart := prev == 0 || isDelim(prev) && s.i != s.partEnd || s.fresh
 	s.fresh = false
-	if (wordStart || s.i == s.partEnd) && strings.IndexByte("?*+@!", b) >= 0 && s.peek(1) == '(' && s.peek(2) != ')' {
+	if (wordStart || s.i == s.partEnd) && globOps[b] && s.peek(1) == '(' && s.peek(2) != ')' {
 		s.extglob()
 		return true
 	}
@@ -651,6 +658,12 @@ func (s *scanner) word(wordStart bool) bool {
 	keep := s.keepOpen
 	s.openOK, s.closeOK, s.keepOpen, s.linked = keep, false, false, false
 	for s.i < len(s.src) {
+		if !name {
+			s.skipTo(wordSpecial)
+			if s.i == len(s.src) {
+				break
+			}
+		}
 		b := s.src[s.i]
 		if name && !isNameByte(b) {
 			// name= and name+= assign, name[ is a subscript (arithmetic),
@@ -934,6 +947,9 @@ func (s *scanner) hdocBody() bool {
 		s.endLine()
 		return true
 	}
+	if s.skipTo(hdocSpecial) {
+		return true
+	}
 	switch s.src[s.i] {
 	case '\\':
 		return s.escape(true)
@@ -950,8 +966,31 @@ func (s *scanner) hdocBody() bool {
 	return true
 }
 
+// The bytes each mode acts on; the others it steps over in a loop.
+var (
+	dqSpecial    = newByteSet("\\\"$`")
+	hdocSpecial  = newByteSet("\\$`\n")
+	paramSpecial = newByteSet("}'\"\\$`[!~-+=?*/%<>^:,&|")
+	testSpecial  = newByteSet("'\"\\$`()!&|]")
+	// wordSpecial: what ends an unquoted word or acts in it.
+	wordSpecial = newByteSet(" \t\n;&|()<>'\"\\$`{}#\x00")
+	globOps     = newByteSet("?*+@!")
+)
+
+// skipTo steps over the bytes that are not in set, and reports whether it
+// reached the end.
+func (s *scanner) skipTo(set *byteSet) bool {
+	for s.i < len(s.src) && !set[s.src[s.i]] {
+		s.i++
+	}
+	return s.i == len(s.src)
+}
+
 // dq reads one step of a double-quoted string.
 func (s *scanner) dq() bool {
+	if s.skipTo(dqSpecial) {
+		return true
+	}
 	switch s.src[s.i] {
 	case '\\':
 		return s.escape(true)
@@ -970,6 +1009,9 @@ func (s *scanner) dq() bool {
 
 // param reads one step of a ${...} expansion.
 func (s *scanner) param() bool {
+	if s.skipTo(paramSpecial) {
+		return true
+	}
 	switch s.src[s.i] {
 	case '}':
 		s.i++
@@ -1070,6 +1112,9 @@ func (s *scanner) arithBelow() frame {
 
 // test reads one step of a [[ ... ]] expression.
 func (s *scanner) test() bool {
+	if s.skipTo(testSpecial) {
+		return true
+	}
 	b := s.src[s.i]
 	switch b {
 	case '\'':
