@@ -3,44 +3,52 @@ package policy
 import "strings"
 
 // The shell parser recurses once for every construct a script nests, and
-// some chains of operators it parses by recursion too (`! ! ! a` in `[[`,
-// `1**1**1` in arithmetic). A Go stack has no limit below a gigabyte, and
-// past that the process dies: no recover runs, so the check's fail-closed
-// guard (finish) cannot turn it into a refusal. So every script is measured
-// before it is parsed (tooComplex), in one pass over its bytes that allocates
-// nothing, and one that nests deeper than maxNesting, or holds more than
-// maxTokens words and operators, is refused as too-complex unparsed.
+// on some chains of operators too (`! ! ! a` in `[[`, `1**1**1` in
+// arithmetic, `time time a`). A Go stack may grow to a gigabyte, and past
+// that the process dies: no recover runs, so the check's fail-closed guard
+// (finish) cannot turn it into a refusal. The check's own walks recurse on
+// the tree the same way, and on chains of && and ||. So a script is measured
+// before it is parsed (tooComplex), in one pass over its bytes that
+// allocates nothing, and one that nests deeper than maxNesting, or holds
+// more than maxTokens words, operators and levels, is refused as too-complex
+// unparsed. parse is the one place the parser is called, so the scripts a
+// script holds (sh -c, eval, code variables) are measured too.
 //
-// What one level costs the parser (mvdan.cc/sh/v3 v3.14.1, measured with 64
-// KiB of each construct, its goroutine's stack after the parse): about 2 KiB
-// for an arithmetic `(`, 3 KiB for `"$(`, 1 KiB for a subshell `( `, 1.5 KiB
-// for `$(`, 0.5 KiB for `${`, `[[ (` or `<(`, and 0.1 to 0.25 KiB for an if,
-// a loop, a case or an operator of arithmetic or `[[`; the stack doubles as it
-// grows, and the old one is copied, so the peak is up to three times the
-// need. Without a bound 128 KiB of `(` took 134 MiB of stack and a second of
-// CPU, and about 900 KB of `"$(` overflowed the stack. At maxNesting levels the
-// parser's stack stays under about 1.5 MiB. A flat script costs the parser
-// 120 to 200 bytes a token (1 MiB of `a|` allocated 200 MB), so maxTokens
-// bounds that; a script of maxTokens would spend the check's step budget
-// (maxSteps) long before it was judged.
+// What a level costs the parser (mvdan.cc/sh/v3 v3.14.1, the goroutine's
+// stack after parsing 64 KiB of one construct): about 2 KiB for an
+// arithmetic (, 3 KiB for "$(, 1.5 KiB for $(, 1 KiB for a subshell or a {
+// group, 0.5 KiB for ${, [[ ( or <(, 0.1 to 0.25 KiB for an if, a loop, a
+// case or an operator of arithmetic or [[; the stack doubles as it grows
+// and the old one is copied, so the peak is up to three times the need.
+// Unbounded, 64 KiB of ( took 134 MiB of stack and a second, 128 KiB of it
+// 740 MB over HTTP, and about 900 KB of "$( overflowed the stack. At
+// maxNesting the parser's stack stays within 1.5 MiB. A flat script costs
+// the parser 120 to 200 bytes a token (1 MiB of a| allocated 200 MB), so
+// maxTokens bounds it to about 13 MB; a real script of 128 KiB (the doors'
+// limit) has 27,000 tokens and allocates 5 MB, and the check's step budget
+// (maxSteps) refuses a real one of 54,000 anyway.
 //
-// The scan follows the shell's quoting as the parser does: nothing nests in
+// The scan reads the shell's quoting as the parser does: nothing nests in
 // single quotes, a comment or a quoted here-document; in double quotes and
-// unquoted here-documents only `$(`, `${`, `$((`, `$[` and backquotes do. It
-// counts a level for every opener it sees where the parser may open one, and
-// drops a level only for a closer that matches the innermost opener it
-// counted, where the parser takes it as a closer: a reserved word (`fi`,
-// `done`, `esac`, `}`) only where a command may end. Where it cannot tell,
-// it counts too many, never too few: a hostile script can only make it
-// refuse, and no script a person writes comes near the bound.
+// unquoted here-documents only $(, ${, $((, $[ and backquotes do; a
+// backslash before a backquote nests it one level per backslash in
+// backquotes; a line continuation is dropped anywhere. It counts a level
+// for every opener where the parser may open one, and drops one only for a
+// closer of the innermost level it counted, where the parser takes it as a
+// closer (fi, done, esac and } only where a command may end). Where it
+// cannot tell it counts too many: a person's script comes nowhere near the
+// bound. complexity_test.go holds the count to the depth of the parser's
+// tree on the corpus and on random scripts of every construct. The check's
+// walk of a left-deep chain (a && b && c, 1+2+3) may go twice as deep as
+// the count: the chain's length, then its first operand.
 const (
 	maxNesting = 500
 	maxTokens  = 1 << 16
 	// minScanned: a shorter script is not scanned. Every level takes a byte
 	// at least, so it nests 2,048 levels at most, which the parser takes in
-	// 4 MiB of stack (( at 2 KiB a level); and nearly every command is
-	// shorter, so the scan costs them nothing (it costs about a fifth of
-	// the parse of the script it reads).
+	// 4 MiB of stack (( at 2 KiB a level); nearly every command is shorter,
+	// so the scan costs them nothing (it costs a fifth of the parse of a
+	// script it reads).
 	minScanned = 2048
 	// maxPendingHeredocs bounds the here-documents one line may start.
 	maxPendingHeredocs = 16
