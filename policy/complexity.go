@@ -75,6 +75,7 @@ const (
 	fAParen                 // ( inside arithmetic
 	fIndex                  // a[ ... ] and $[ ... ]: arithmetic closed by ]
 	fLet                    // let's arguments: arithmetic up to the command's end
+	fBracket                // $[ ... ]: arithmetic closed by ]
 	fTest                   // [[ ... ]]
 	fTParen                 // ( inside [[ ]]
 	fArithOp                // an operator of arithmetic: the parser may recurse on it
@@ -96,7 +97,7 @@ const (
 
 var frameMode = [...]mode{
 	fSub: mCmd, fParen: mCmd, fWordParen: mCmd, fBrace: mCmd, fBack: mCmd, fBackDQ: mCmd, fBraceExp: mCmd, fIf: mCmd, fLoop: mCmd, fCase: mCmd,
-	fDQ: mDQ, fParam: mParam, fArith: mArith, fAParen: mArith, fIndex: mArith, fLet: mArith,
+	fDQ: mDQ, fParam: mParam, fArith: mArith, fAParen: mArith, fIndex: mArith, fLet: mArith, fBracket: mArith,
 	fTest: mTest, fTParen: mTest, fArithOp: mArith, fTestOp: mTest, fParamOp: mParam, fHdoc: mHdoc,
 }
 
@@ -221,7 +222,7 @@ func (s *scanner) pop() {
 	s.endChain()
 	s.sp--
 	switch s.stack[s.sp] {
-	case fDQ, fParam, fParen, fArith, fIndex:
+	case fDQ, fParam, fParen, fArith, fIndex, fBracket:
 		s.partEnd = s.i
 	case fBackDQ:
 		s.bqDQ--
@@ -338,7 +339,16 @@ func (s *scanner) skipANSI() {
 }
 
 // dollar reads what a $ opens, in any mode but a single-quoted string.
-func (s *scanner) dollar() bool {
+func (s *scanner) dollar() bool { return s.dollarIn(false) }
+
+// dollarIn is dollar in double quotes or a here-document's body (inDQ),
+// where $' and $" are a $ and a quote.
+func (s *scanner) dollarIn(inDQ bool) bool {
+	switch c := s.peek(1); {
+	case inDQ && (c == '\'' || c == '"'):
+		s.i++
+		return true
+	}
 	switch s.peek(1) {
 	case '(':
 		if s.peek(2) == '(' {
@@ -359,7 +369,7 @@ func (s *scanner) dollar() bool {
 		return s.push(fParam)
 	case '[':
 		s.adv(2)
-		return s.push(fIndex)
+		return s.push(fBracket)
 	case '"':
 		s.adv(2)
 		return s.push(fDQ)
@@ -962,7 +972,7 @@ func (s *scanner) hdocBody() bool {
 	case '\\':
 		return s.escape(true)
 	case '$':
-		return s.dollar()
+		return s.dollarIn(true)
 	case '`':
 		return s.backquote(true)
 	case '\n':
@@ -1006,7 +1016,7 @@ func (s *scanner) dq() bool {
 		s.i++
 		s.popTo(fDQ)
 	case '$':
-		return s.dollar()
+		return s.dollarIn(true)
 	case '`':
 		return s.backquote(true)
 	default:
@@ -1078,7 +1088,9 @@ func (s *scanner) arith() bool {
 		}
 	case ']':
 		s.i++
-		s.popTo(fIndex)
+		if !s.popTo(fIndex) {
+			s.popTo(fBracket)
+		}
 	case '\n', ';', '&', '|':
 		// A subscript ends with its command at the latest (a[ is
 		// often a glob): read on as a command.
