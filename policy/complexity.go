@@ -15,14 +15,16 @@ import "strings"
 // script holds (sh -c, eval, code variables) are measured too.
 //
 // What a level costs the parser (mvdan.cc/sh/v3 v3.14.1, the goroutine's
-// stack after parsing 64 KiB of one construct): about 2 KiB for an
-// arithmetic (, 3 KiB for "$(, 1.5 KiB for $(, 1 KiB for a subshell or a {
-// group, 0.5 KiB for ${, [[ ( or <(, 0.1 to 0.25 KiB for an if, a loop, a
-// case or an operator of arithmetic or [[; the stack doubles as it grows
-// and the old one is copied, so the peak is up to three times the need.
-// Unbounded, 64 KiB of ( took 134 MiB of stack and a second, 128 KiB of it
-// 740 MB over HTTP, and about 900 KB of "$( overflowed the stack. At
-// maxNesting the parser's stack stays within 1.5 MiB. A flat script costs
+// stack after parsing 64 KiB of one construct, divided by the levels; the
+// stack is a power of two, so each is within a factor of two): 5 KiB for
+// $((, 2 to 4 KiB for ( in arithmetic, 3 KiB for "$(, 2.6 KiB for $(a=(,
+// 2 KiB for a { group, 1.5 to 1.8 KiB for $(, a subshell, ${, <( or an if,
+// 1 to 1.3 KiB for a loop, a case, [[ ( or [[ !, 0.6 KiB for && in [[ or
+// a time, 0.13 to 0.26 KiB for an operator of arithmetic. The stack
+// doubles as it grows and the old one is copied. Unbounded, 64 KiB of (
+// took 134 MiB of stack and a second, 128 KiB of it 740 MB over HTTP, and
+// about 900 KB of "$( overflowed the stack. At maxNesting the parser's
+// stack is 4 MiB for $(( and 1 to 2 MiB for the rest. A flat script costs
 // the parser 120 to 200 bytes a token (1 MiB of a| allocated 200 MB), so
 // maxTokens bounds it to about 13 MB; a real script of 128 KiB (the doors'
 // limit) has 27,000 tokens and allocates 5 MB, and the check's step budget
@@ -46,7 +48,7 @@ const (
 	maxTokens  = 1 << 16
 	// minScanned: a shorter script is not scanned. Every level takes a byte
 	// at least, so it nests 2,048 levels at most, which the parser takes in
-	// 4 MiB of stack (( at 2 KiB a level); nearly every command is shorter,
+	// 8 MiB of stack at worst (2,047 bytes of (); nearly every command is shorter,
 	// so the scan costs them nothing (it reads a byte in about 55
 	// instructions).
 	minScanned = 2048
