@@ -1088,8 +1088,12 @@ func hostChecks(t *testing.T, r *rowRun, obs *hostObserver) {
 const maxTestRSS = 1536 << 20
 
 // peakRSS is the test process' resident high-water mark.
-func peakRSS() int64 {
-	b, _ := os.ReadFile("/proc/self/status")
+func peakRSS() int64 { return peakRSSOf("self") }
+
+// peakRSSOf is the peak resident memory of process pid ("self", or a
+// number), in bytes.
+func peakRSSOf(pid string) int64 {
+	b, _ := os.ReadFile("/proc/" + pid + "/status")
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			return int64(atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))) << 10

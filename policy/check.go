@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -341,6 +342,10 @@ func (c *checker) script(src string, depth int) {
 	}
 	f, err := c.parse(src)
 	if err != nil {
+		if err == errTooComplex {
+			c.refuse(RuleTooComplex, "")
+			return
+		}
 		if c.strict() {
 			c.refuse(RuleUnparseable, src)
 			return
@@ -515,7 +520,14 @@ func parse(src string) (*syntax.File, error) {
 	return p.parse(src)
 }
 
+// errTooComplex is parse's refusal of a script that could exhaust the
+// parser (complexity.go).
+var errTooComplex = errors.New("too complex to parse")
+
 func (p *pooledParser) parse(src string) (*syntax.File, error) {
+	if tooComplex(src) {
+		return nil, errTooComplex
+	}
 	p.reader.Reset(src)
 	return p.parser.Parse(&p.reader, "")
 }
