@@ -496,7 +496,8 @@ func (d *dockerEngine) Exec(ctx context.Context, id, user string, cmd []string, 
 	go func() {
 		var err error
 		if stdin != nil {
-			_, err = io.Copy(hj.Conn, stdin)
+			// Large writes: each one crosses the engine and its shim.
+			_, err = io.CopyBuffer(hj.Conn, struct{ io.Reader }{stdin}, make([]byte, 1<<20))
 		}
 		hj.CloseWrite()
 		fed <- err

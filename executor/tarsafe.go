@@ -42,6 +42,7 @@ func checkArchive(in io.Reader, out io.Writer, maxBytes, maxEntries int64, uid, 
 	tr := tar.NewReader(src)
 	tw := tar.NewWriter(out)
 	var total, entries int64
+	buf := make([]byte, 1<<20)
 	links := map[string]bool{} // symbolic links in the archive: nothing may pass through them
 	files := map[string]bool{} // regular files, which hard links may name
 	for {
@@ -107,7 +108,7 @@ func checkArchive(in io.Reader, out io.Writer, maxBytes, maxEntries int64, uid, 
 			return refuse("cannot be written: %v", err)
 		}
 		if clean.Size > 0 {
-			if _, err := io.Copy(tw, tr); err != nil {
+			if _, err := io.CopyBuffer(tw, tr, buf); err != nil {
 				return fmt.Errorf("%w: archive entry %q: %v", ErrUnsafePath, h.Name, err)
 			}
 		}

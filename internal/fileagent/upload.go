@@ -21,6 +21,7 @@ type upload struct {
 	created []string          // directories the upload made, in order
 	staged  []staged          // files and links, in the archive's order
 	byName  map[string]staged // staged files by destination, for hard links
+	buf     []byte            // the copy buffer of every file
 }
 
 type staged struct {
@@ -142,7 +143,10 @@ func (u *upload) file(dest string, mode uint32, mod time.Time, r io.Reader) erro
 		}
 		f := os.NewFile(uintptr(fd), dest)
 		defer f.Close()
-		if _, err := io.Copy(f, r); err != nil {
+		if u.buf == nil {
+			u.buf = make([]byte, 1<<20)
+		}
+		if _, err := io.CopyBuffer(struct{ io.Writer }{f}, r, u.buf); err != nil {
 			return err
 		}
 		if err := unix.Fchmod(fd, mode); err != nil {
