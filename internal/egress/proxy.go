@@ -102,10 +102,22 @@ func refuse(w io.Writer, status int, why string) {
 		status, http.StatusText(status), len(body), body)
 }
 
-// refusal is why a request is not carried, and the status that says so.
+// refusal is why a request to key is not carried, and the status that says
+// so. verb says how ("denied", "cannot be reached"); the report keeps why
+// alone, the client's answer names the host too.
 type refusal struct {
 	status int
+	key    hostPort
+	verb   string
 	why    string
+}
+
+func (r *refusal) text() string { return fmt.Sprintf("%s %s: %s", r.key, r.verb, r.why) }
+
+// answer records the refusal in the report and answers the client with it.
+func (s *Session) answer(l *link, r *refusal) {
+	s.noteRefused(r.key, r.why)
+	refuse(l.client, r.status, r.text())
 }
 
 // target is a vetted destination: the addresses to dial (none when an
@@ -120,7 +132,7 @@ type target struct {
 func (s *Session) vet(ctx context.Context, host string, port uint16) (target, *refusal) {
 	k := hostPort{host, port}
 	denied := func(why string) (target, *refusal) {
-		return target{}, &refusal{http.StatusForbidden, fmt.Sprintf("%s denied: %s", k, why)}
+		return target{}, &refusal{http.StatusForbidden, k, "denied", why}
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" || !covered(a.Unmap(), s.p.AllowCIDRs) {
@@ -151,10 +163,10 @@ func (s *Session) vet(ctx context.Context, host string, port uint16) (target, *r
 	defer cancel()
 	addrs, err := s.p.Resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return target{}, &refusal{http.StatusBadGateway, fmt.Sprintf("%s cannot be resolved: %v", k, err)}
+		return target{}, &refusal{http.StatusBadGateway, k, "cannot be resolved", err.Error()}
 	}
 	if len(addrs) == 0 {
-		return target{}, &refusal{http.StatusBadGateway, fmt.Sprintf("%s has no address", k)}
+		return target{}, &refusal{http.StatusBadGateway, k, "cannot be resolved", "no address"}
 	}
 	local, err := s.p.LocalAddrs()
 	if err != nil {
@@ -194,7 +206,7 @@ func (s *Session) rulesText() string {
 func (s *Session) dial(t target, tunnel bool) (*upstream, *refusal) {
 	tl, why := s.acquire(t.key, t.rule)
 	if why != "" {
-		return nil, &refusal{http.StatusTooManyRequests, fmt.Sprintf("%s refused: %s", t.key, why)}
+		return nil, &refusal{http.StatusTooManyRequests, t.key, "refused", why}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.p.ConnectTimeout)
 	defer cancel()
@@ -215,7 +227,7 @@ func (s *Session) dial(t target, tunnel bool) (*upstream, *refusal) {
 		s.mu.Lock()
 		tl.connections--
 		s.mu.Unlock()
-		return nil, &refusal{http.StatusBadGateway, fmt.Sprintf("%s cannot be reached: %v", t.key, err)}
+		return nil, &refusal{http.StatusBadGateway, t.key, "cannot be reached", err.Error()}
 	}
 	return &upstream{Conn: c, s: s, key: t.key, t: tl}, nil
 }
@@ -327,8 +339,7 @@ func (s *Session) connect(l *link, br *bufio.Reader, req *http.Request) {
 			return
 		}
 	}
-	s.noteRefused(hostPort{host, port}, ref.why)
-	refuse(l.client, ref.status, ref.why)
+	s.answer(l, ref)
 }
 
 func (s *Session) tunnel(l *link, br *bufio.Reader, u *upstream) {
@@ -442,8 +453,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	}
 	t, ref := s.vet(s.ctx, host, port)
 	if ref != nil {
-		s.noteRefused(k, ref.why)
-		refuse(l.client, ref.status, ref.why)
+		s.answer(l, ref)
 		return false
 	}
 
@@ -456,8 +466,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	} else {
 		u, ref = s.dial(t, false)
 		if ref != nil {
-			s.noteRefused(k, ref.why)
-			refuse(l.client, ref.status, ref.why)
+			s.answer(l, ref)
 			return false
 		}
 		if !l.setUpstream(u) {
