@@ -30,7 +30,8 @@
 // reaches nothing private. A refused host is a 403 whose body names it and
 // says why; an origin that cannot be reached is a 502; a cap is a 429.
 //
-// The session bounds the run: connections open at once (MaxConns), bytes
+// The session bounds the run: client connections open at once (MaxConns,
+// idle ones included, so a flood of them holds nothing), bytes
 // each way over the whole run (MaxBytesIn, MaxBytesOut, exact even when
 // connections race), and how long a client connection lives (MaxLifetime).
 // Session.Close, or the end of the context NewSession was given, closes every

@@ -27,8 +27,11 @@ const maxHead = 64 << 10
 // each host vetted on its own. It returns at once, closing conn, when the
 // session is closed. Serve is safe to call from many goroutines.
 func (s *Session) Serve(conn net.Conn) {
-	l := s.register(conn)
+	l, full := s.register(conn)
 	if l == nil {
+		if full {
+			s.refuseOverCap(conn)
+		}
 		conn.Close()
 		return
 	}
@@ -59,6 +62,39 @@ func (s *Session) Serve(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// overCapWait bounds how long a connection over MaxConns may take to send
+// the request it is refused, so that a flood of them holds little.
+const overCapWait = 5 * time.Second
+
+// refuseOverCap reads the request of a connection over MaxConns, for the
+// report's sake, and answers 429.
+func (s *Session) refuseOverCap(conn net.Conn) {
+	conn.SetDeadline(time.Now().Add(overCapWait))
+	req, err := http.ReadRequest(bufio.NewReaderSize(conn, 4<<10))
+	why := fmt.Sprintf("connection cap of %d reached", s.p.MaxConns)
+	if err != nil {
+		s.log.Info("egress refused", "reason", why)
+		return
+	}
+	k := hostPort{host: canonicalHost(req.URL.Hostname()), port: 80}
+	if req.Method == http.MethodConnect {
+		h, p, err := splitAuthority(req.RequestURI)
+		if err != nil {
+			refuse(conn, http.StatusTooManyRequests, why)
+			return
+		}
+		k = hostPort{h, p}
+	} else if p, err := strconv.ParseUint(req.URL.Port(), 10, 16); err == nil {
+		k.port = uint16(p)
+	}
+	if k.host == "" {
+		refuse(conn, http.StatusTooManyRequests, why)
+		return
+	}
+	s.noteRefused(k, why)
+	refuse(conn, http.StatusTooManyRequests, (&refusal{key: k, verb: "refused", why: why}).text())
 }
 
 var errHeadTooLarge = errors.New("request head too large")
@@ -223,7 +259,6 @@ func (s *Session) dial(t target, tunnel bool) (*upstream, *refusal) {
 		}
 	}
 	if err != nil {
-		s.releaseSlot()
 		s.mu.Lock()
 		tl.connections--
 		s.mu.Unlock()

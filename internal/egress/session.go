@@ -48,7 +48,9 @@ type Policy struct {
 	// rules are the upstream's to apply, and IP literals still need
 	// AllowCIDRs. User and password in the URL become Proxy-Authorization.
 	UpstreamProxy *url.URL
-	// MaxConns bounds the connections open to origins at once.
+	// MaxConns bounds the client connections open at once. Each carries at
+	// most one connection to an origin at a time, so it bounds those too;
+	// and it bounds what idle client connections can hold in the proxy.
 	MaxConns int
 	// MaxBytesIn and MaxBytesOut bound the bytes received from origins and
 	// sent to them, over the whole session.
@@ -163,7 +165,7 @@ type Session struct {
 	mu      sync.Mutex
 	closed  bool
 	links   map[*link]struct{}
-	open    int // connections to origins
+	open    int // client connections being served
 	tallies map[hostPort]*tally
 	wg      sync.WaitGroup
 }
@@ -277,34 +279,24 @@ func (s *Session) noteCut(k hostPort, why string) {
 	s.log.Info("egress cut", "host", k.host, "port", k.port, "reason", why)
 }
 
-// acquire takes a connection slot for k and counts the connection, or says
-// why not.
+// acquire counts a connection to k, or says why it may not be made.
 func (s *Session) acquire(k hostPort, rule string) (*tally, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
 		return nil, "the session was closed"
-	case s.p.MaxConns > 0 && s.open >= s.p.MaxConns:
-		return nil, fmt.Sprintf("connection cap of %d reached", s.p.MaxConns)
 	case s.in.spent():
 		return nil, fmt.Sprintf("download cap of %d bytes reached", s.in.max)
 	case s.out.spent():
 		return nil, fmt.Sprintf("upload cap of %d bytes reached", s.out.max)
 	}
-	s.open++
 	t := s.tallyLocked(k)
 	t.connections++
 	if t.reason == "" {
 		t.reason = rule
 	}
 	return t, ""
-}
-
-func (s *Session) releaseSlot() {
-	s.mu.Lock()
-	s.open--
-	s.mu.Unlock()
 }
 
 // link is one client connection and the origin connection it uses now.
@@ -317,17 +309,22 @@ type link struct {
 	cause    string
 }
 
-// register adds a client connection to the session, nil once it is closed.
-func (s *Session) register(c net.Conn) *link {
+// register adds a client connection to the session. It returns nil and
+// false once the session is closed, nil and true when MaxConns are open.
+func (s *Session) register(c net.Conn) (*link, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil
+		return nil, false
 	}
+	if s.p.MaxConns > 0 && s.open >= s.p.MaxConns {
+		return nil, true
+	}
+	s.open++
 	l := &link{s: s, client: c}
 	s.links[l] = struct{}{}
 	s.wg.Add(1)
-	return l
+	return l, false
 }
 
 // cut closes the link's connections; the first cause is kept.
@@ -375,19 +372,18 @@ func (l *link) finish() {
 	s := l.s
 	s.mu.Lock()
 	delete(s.links, l)
+	s.open--
 	s.mu.Unlock()
 	s.wg.Done()
 }
 
 // upstream is a connection to an origin (or to the upstream proxy for one
-// origin): it counts its bytes into the session's caps and its host's tally,
-// and frees its slot once when closed.
+// origin): it counts its bytes into the session's caps and its host's tally.
 type upstream struct {
 	net.Conn
-	s    *Session
-	key  hostPort
-	t    *tally
-	once sync.Once
+	s   *Session
+	key hostPort
+	t   *tally
 	// br reads the origin's responses when the connection carries plain
 	// HTTP; it outlives one request on a kept-alive connection.
 	br *bufio.Reader
@@ -432,12 +428,6 @@ func (u *upstream) capReached() string {
 		return *p
 	}
 	return ""
-}
-
-func (u *upstream) Close() error {
-	err := u.Conn.Close()
-	u.once.Do(u.s.releaseSlot)
-	return err
 }
 
 // CloseWrite half-closes when the connection can, so a tunnelled client's

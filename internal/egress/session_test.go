@@ -585,6 +585,33 @@ func TestConnectionCap(t *testing.T) {
 	}
 }
 
+func TestConnectionCapCountsIdleClients(t *testing.T) {
+	port := echoOrigin(t)
+	p := loopbackPolicy(t, newResolver("echo.test", "127.0.0.1"), "echo.test:"+port)
+	p.MaxConns = 1
+	s := NewSession(t.Context(), p)
+	proxy := serve(t, s)
+	idle, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, body := rawRequest(t, proxy, "GET http://echo.test:"+port+"/ HTTP/1.1\r\nHost: echo.test:"+port+"\r\n\r\n")
+		if resp.StatusCode == 429 && strings.Contains(body, "echo.test:"+port+" refused: connection cap of 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with one idle client open, got %d %q; want 429", resp.StatusCode, body)
+		}
+		time.Sleep(10 * time.Millisecond) // the idle connection is not served yet
+	}
+	if e := entry(t, s, "echo.test", port); e.Refused == 0 {
+		t.Errorf("entry %+v", e)
+	}
+}
+
 func TestLifetimeCap(t *testing.T) {
 	port := echoOrigin(t)
 	p := loopbackPolicy(t, newResolver("echo.test", "127.0.0.1"), "echo.test:"+port)
