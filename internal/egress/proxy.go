@@ -14,6 +14,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -495,27 +496,32 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	l.mu.Lock()
 	u := l.upstream
 	l.mu.Unlock()
-	var ubr *bufio.Reader
-	if u != nil && u.key == k {
-		ubr = u.br
-	} else {
-		u, ref = s.dial(t, false)
-		if ref != nil {
-			s.answer(l, ref)
-			return false
+	reused := u != nil && u.key == k
+	for {
+		if !reused {
+			if u, ref = s.dial(t, false); ref != nil {
+				s.answer(l, ref)
+				return false
+			}
+			if !l.setUpstream(u) {
+				s.noteCut(k, l.why())
+				return false
+			}
+			u.br = bufio.NewReaderSize(u, 32<<10)
 		}
-		if !l.setUpstream(u) {
-			s.noteCut(k, l.why())
-			return false
+		keep, retry := s.roundTrip(l, req, u, reused)
+		if retry {
+			// The origin closed the kept-alive connection before this
+			// request reached it; a new connection carries it.
+			l.setUpstream(nil)
+			reused = false
+			continue
 		}
-		ubr = bufio.NewReaderSize(u, 32<<10)
-		u.br = ubr
+		if !keep {
+			s.noteEnd(l, u)
+		}
+		return keep
 	}
-	ok := s.roundTrip(l, req, u, ubr)
-	if !ok {
-		s.noteEnd(l, u)
-	}
-	return ok
 }
 
 // sameHost reports whether a Host header names k: same host, and same port,
@@ -531,8 +537,17 @@ func sameHost(h string, k hostPort) bool {
 }
 
 // roundTrip sends req to the origin over u and its response to the client.
-// It reports whether both connections can carry another request.
-func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, ubr *bufio.Reader) bool {
+// It reports whether both connections can carry another request, and
+// whether req should be sent again on a new connection: when u was kept
+// alive from an earlier request, and the origin closed it before answering
+// a request without a body (as Transport in net/http does).
+func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool) (keep, retry bool) {
+	ubr := u.br
+	bodyless := req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 && len(req.TransferEncoding) == 0
+	stale := func(err error) bool {
+		return reused && bodyless && u.capReached() == "" && l.why() == "" &&
+			(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
+	}
 	out := &http.Request{
 		Method:        req.Method,
 		URL:           req.URL,
@@ -556,7 +571,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, ubr *bufio.
 		// The body is sent on; tell the client to send it now.
 		out.Header.Del("Expect")
 		if _, err := io.WriteString(l.client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			return false
+			return false, false
 		}
 	}
 	var err error
@@ -569,12 +584,18 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, ubr *bufio.
 		err = out.Write(u)
 	}
 	if err != nil {
+		if stale(err) {
+			return false, true
+		}
 		if u.capReached() == "" && l.why() == "" {
 			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: sending the request failed: %v", u.key, err))
 		}
-		return false
+		return false, false
 	}
 	resp, err := http.ReadResponse(ubr, out)
+	if err != nil && stale(err) {
+		return false, true
+	}
 	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 		fmt.Fprintf(l.client, "HTTP/1.1 %s\r\n", resp.Status)
 		resp.Header.Write(l.client)
@@ -585,26 +606,26 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, ubr *bufio.
 		if u.capReached() == "" && l.why() == "" {
 			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: no answer: %v", u.key, err))
 		}
-		return false
+		return false, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: switching protocols is not carried", u.key))
-		return false
+		return false, false
 	}
 	originClose := resp.Close
 	dropHopHeaders(resp.Header)
 	unbounded := resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 &&
 		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
-	keep := !req.Close && !originClose && !unbounded
+	keep = !req.Close && !originClose && !unbounded
 	resp.Close = !keep
 	if err := resp.Write(l.client); err != nil {
-		return false
+		return false, false
 	}
 	if originClose || unbounded {
 		// Read to its end: the origin's connection cannot carry another.
 		l.setUpstream(nil)
 		u.Close()
 	}
-	return keep
+	return keep, false
 }

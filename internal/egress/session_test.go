@@ -854,3 +854,53 @@ func TestUnreachableOriginIs502(t *testing.T) {
 		t.Errorf("entry %+v", e)
 	}
 }
+
+// TestKeptAliveOriginClosed: an origin that closes a kept-alive connection
+// between requests (its idle timeout) costs the client nothing; the proxy
+// carries the next request on a new connection.
+func TestKeptAliveOriginClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				// Answers as if it would keep the connection, then closes it.
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			}()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	s := NewSession(t.Context(), loopbackPolicy(t, newResolver("idle.test", "127.0.0.1"), "idle.test:"+port))
+	c, err := net.Dial("tcp", serve(t, s).Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i := range 3 {
+		fmt.Fprintf(c, "GET http://idle.test:%s/ HTTP/1.1\r\nHost: idle.test:%s\r\n\r\n", port, port)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(body) != "ok" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		time.Sleep(20 * time.Millisecond) // the origin's close arrives
+	}
+	if e := entry(t, s, "idle.test", port); e.Connections != 3 {
+		t.Errorf("entry %+v; want three connections", e)
+	}
+}
