@@ -1,0 +1,44 @@
+// Package egress is the proxy through which a sandbox reaches the hosts its run
+// names, and nothing else.
+//
+// A run asks for hosts with patterns ("pypi.org", "*.pythonhosted.org",
+// "github.com:443"). ParseRules reads them into Rules; Bounds holds what the
+// operator allows (egress.allowed, egress.default, egress.allow_cidrs), Narrow
+// fits a tenant's bounds inside the server's, and Admit checks a request's
+// patterns against them, so that a pattern outside is refused before the run
+// starts, naming the host and the bound.
+//
+// At run time a Session is the run's proxy. Whatever carries the sandbox's
+// connections out hands each one to Session.Serve as a net.Conn, and Serve
+// speaks HTTP/1.1 proxy on it:
+//
+//   - CONNECT host:port opens a tunnel, for TLS; nothing is decrypted;
+//   - an absolute-URI request (GET http://host/path, what apt sends) is
+//     forwarded, several on one kept-alive connection, each host vetted;
+//   - anything else (an origin-form request, an https:// URI, a Host header
+//     that names another host than the URI) is a 400 that says why.
+//
+// Vetting a host, in order: an IP literal is reached only when
+// Policy.AllowCIDRs covers it, on ports 80 and 443; a name must match one of
+// the run's Rules on the port asked for; the proxy looks the name up itself
+// and drops every address the address rules refuse (loopback, private,
+// link-local and the metadata address, CGNAT, multicast, reserved, IPv6
+// unique-local and link-local, IPv6 that embeds an IPv4 address, the host's
+// own addresses), unless AllowCIDRs covers it; then it dials one of the
+// addresses it kept. It never looks the name up twice, so a name that answers
+// a public address to the check and a private one to the dial (DNS rebinding)
+// reaches nothing private. A refused host is a 403 whose body names it and
+// says why; an origin that cannot be reached is a 502; a cap is a 429.
+//
+// The session bounds the run: client connections open at once (MaxConns,
+// idle ones included, so a flood of them holds nothing), bytes
+// each way over the whole run (MaxBytesIn, MaxBytesOut, exact even when
+// connections race), and how long a client connection lives (MaxLifetime).
+// Session.Close, or the end of the context NewSession was given, closes every
+// connection at once. Session.Report lists each host and port asked for:
+// allowed or denied, why, connections, and bytes each way, for the run's
+// Result.
+//
+// The package uses the standard library alone. It knows nothing of sandboxes
+// or of the API.
+package egress

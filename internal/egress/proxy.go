@@ -1,0 +1,631 @@
+package egress
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// maxHead bounds a request's line and headers, the client's and an upstream
+// proxy's answer alike.
+const maxHead = 64 << 10
+
+// Serve speaks HTTP/1.1 proxy on one client connection until it ends, then
+// closes it. It takes CONNECT host:port (a tunnel, no decryption) and
+// absolute-URI requests (GET http://host/path), several on one connection,
+// each host vetted on its own. It returns at once, closing conn, when the
+// session is closed. Serve is safe to call from many goroutines.
+func (s *Session) Serve(conn net.Conn) {
+	l, full := s.register(conn)
+	if l == nil {
+		if full {
+			s.refuseOverCap(conn)
+		}
+		conn.Close()
+		return
+	}
+	defer l.finish()
+	if d := s.p.MaxLifetime; d > 0 {
+		t := time.AfterFunc(d, func() { l.cut(fmt.Sprintf("lifetime of %s reached", d)) })
+		defer t.Stop()
+	}
+	br := bufio.NewReaderSize(conn, maxHead)
+	for {
+		hosts, err := peekHosts(br)
+		if err != nil {
+			if errors.Is(err, errHeadTooLarge) {
+				refuse(conn, http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
+			}
+			return
+		}
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			refuse(conn, http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+			return
+		}
+		if req.Method == http.MethodConnect {
+			s.connect(l, br, req)
+			return
+		}
+		if !s.forward(l, req, hosts) {
+			return
+		}
+	}
+}
+
+// overCapWait bounds how long a connection over MaxConns may take to send
+// the request it is refused, so that a flood of them holds little.
+const overCapWait = 5 * time.Second
+
+// refuseOverCap reads the request of a connection over MaxConns, for the
+// report's sake, and answers 429.
+func (s *Session) refuseOverCap(conn net.Conn) {
+	conn.SetDeadline(time.Now().Add(overCapWait))
+	req, err := http.ReadRequest(bufio.NewReaderSize(conn, 4<<10))
+	why := fmt.Sprintf("connection cap of %d reached", s.p.MaxConns)
+	if err != nil {
+		s.log.Info("egress refused", "reason", why)
+		return
+	}
+	k := hostPort{host: canonicalHost(req.URL.Hostname()), port: 80}
+	if req.Method == http.MethodConnect {
+		h, p, err := splitAuthority(req.RequestURI)
+		if err != nil {
+			refuse(conn, http.StatusTooManyRequests, why)
+			return
+		}
+		k = hostPort{h, p}
+	} else if p, err := strconv.ParseUint(req.URL.Port(), 10, 16); err == nil {
+		k.port = uint16(p)
+	}
+	if k.host == "" {
+		refuse(conn, http.StatusTooManyRequests, why)
+		return
+	}
+	s.noteRefused(k, why)
+	refuse(conn, http.StatusTooManyRequests, (&refusal{key: k, verb: "refused", why: why}).text())
+}
+
+var errHeadTooLarge = errors.New("request head too large")
+
+// peekHosts waits for a whole request head in br, without consuming it, and
+// returns its Host header values: http.ReadRequest drops the Host header of an
+// absolute-URI request, and the proxy must see it to refuse a mismatch.
+func peekHosts(br *bufio.Reader) ([]string, error) {
+	for {
+		if br.Buffered() == 0 {
+			if _, err := br.Peek(1); err != nil {
+				return nil, err
+			}
+		}
+		b, _ := br.Peek(br.Buffered())
+		if i := bytes.Index(b, []byte("\n\r\n")); i >= 0 {
+			b = b[:i+3]
+		} else if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
+			b = b[:i+2]
+		} else if len(b) >= br.Size() {
+			return nil, errHeadTooLarge
+		} else if _, err := br.Peek(len(b) + 1); err != nil {
+			return nil, err
+		} else {
+			continue
+		}
+		tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(b)))
+		if _, err := tp.ReadLine(); err != nil {
+			return nil, nil // ReadRequest says what is wrong
+		}
+		h, _ := tp.ReadMIMEHeader()
+		return h.Values("Host"), nil
+	}
+}
+
+// refuse answers a request the proxy will not carry, and says why in plain
+// text, so that curl, pip and apt show it. The connection is closed after.
+func refuse(w io.Writer, status int, why string) {
+	body := "airlock egress proxy: " + why + "\n"
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
+}
+
+// refusal is why a request to key is not carried, and the status that says
+// so. verb says how ("denied", "cannot be reached"); the report keeps why
+// alone, the client's answer names the host too.
+type refusal struct {
+	status int
+	key    hostPort
+	verb   string
+	why    string
+}
+
+func (r *refusal) text() string { return fmt.Sprintf("%s %s: %s", r.key, r.verb, r.why) }
+
+// answer records the refusal in the report and answers the client with it.
+func (s *Session) answer(l *link, r *refusal) {
+	s.noteRefused(r.key, r.why)
+	refuse(l.client, r.status, r.text())
+}
+
+// target is a vetted destination: the addresses to dial (none when an
+// upstream proxy resolves) and the rule that allowed it.
+type target struct {
+	key   hostPort
+	addrs []netip.Addr
+	rule  string
+}
+
+// vet decides whether the session may reach host on port, and where.
+func (s *Session) vet(ctx context.Context, host string, port uint16) (target, *refusal) {
+	k := hostPort{host, port}
+	denied := func(why string) (target, *refusal) {
+		return target{}, &refusal{http.StatusForbidden, k, "denied", why}
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" || !covered(a.Unmap(), s.p.AllowCIDRs) {
+			return denied("an IP address is reached only when the operator's egress.allow_cidrs covers it; ask for the host by name")
+		}
+		if port != 80 && port != 443 {
+			return denied("an IP address is reached on ports 80 and 443 only")
+		}
+		return target{key: k, addrs: []netip.Addr{a}, rule: "egress.allow_cidrs"}, nil
+	}
+	if why := checkName(host); why != "" {
+		return denied("not a host name: " + why)
+	}
+	rule := ""
+	for _, r := range s.p.Rules {
+		if r.Match(host, port) {
+			rule = "rule " + r.String()
+			break
+		}
+	}
+	if rule == "" {
+		return denied("no egress rule of this run allows it (" + s.rulesText() + ")")
+	}
+	if s.p.UpstreamProxy != nil {
+		return target{key: k, rule: rule}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.p.ConnectTimeout)
+	defer cancel()
+	addrs, err := s.p.Resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return target{}, &refusal{http.StatusBadGateway, k, "cannot be resolved", err.Error()}
+	}
+	if len(addrs) == 0 {
+		return target{}, &refusal{http.StatusBadGateway, k, "cannot be resolved", "no address"}
+	}
+	local, err := s.p.LocalAddrs()
+	if err != nil {
+		return denied("cannot list the host's own addresses to refuse them: " + err.Error())
+	}
+	good := addrs[:0:0]
+	first := ""
+	for _, a := range addrs {
+		if why := vetAddr(a, s.p.AllowCIDRs, local); why != "" {
+			if first == "" {
+				first = fmt.Sprintf("it resolves to %s, %s", a, why)
+			}
+			continue
+		}
+		good = append(good, a)
+	}
+	if len(good) == 0 {
+		return denied(first)
+	}
+	return target{key: k, addrs: good, rule: rule}, nil
+}
+
+func (s *Session) rulesText() string {
+	if len(s.p.Rules) == 0 {
+		return "it has none"
+	}
+	names := make([]string, len(s.p.Rules))
+	for i, r := range s.p.Rules {
+		names[i] = r.String()
+	}
+	return "its rules: " + strings.Join(names, ", ")
+}
+
+// dial opens a connection for t: to one of its vetted addresses, in order, or
+// through the upstream proxy (with a CONNECT when tunnel is set). It never
+// looks the name up again.
+func (s *Session) dial(t target, tunnel bool) (*upstream, *refusal) {
+	tl, why := s.acquire(t.key, t.rule)
+	if why != "" {
+		return nil, &refusal{http.StatusTooManyRequests, t.key, "refused", why}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.p.ConnectTimeout)
+	defer cancel()
+	var c net.Conn
+	var err error
+	if s.p.UpstreamProxy != nil {
+		c, err = s.dialUpstreamProxy(ctx, t.key, tunnel)
+	} else {
+		for _, a := range t.addrs {
+			c, err = s.p.Dial(ctx, "tcp", netip.AddrPortFrom(a, t.key.port).String())
+			if err == nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		s.mu.Lock()
+		tl.connections--
+		s.mu.Unlock()
+		return nil, &refusal{http.StatusBadGateway, t.key, "cannot be reached", err.Error()}
+	}
+	return &upstream{Conn: c, s: s, key: t.key, t: tl}, nil
+}
+
+// proxyAddr is the upstream proxy's host:port.
+func (s *Session) proxyAddr() string {
+	u := s.p.UpstreamProxy
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// proxyAuth is the Proxy-Authorization value for the upstream proxy, or "".
+func (s *Session) proxyAuth() string {
+	u := s.p.UpstreamProxy.User
+	if u == nil {
+		return ""
+	}
+	pw, _ := u.Password()
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pw))
+}
+
+func (s *Session) dialUpstreamProxy(ctx context.Context, k hostPort, tunnel bool) (net.Conn, error) {
+	if sch := s.p.UpstreamProxy.Scheme; sch != "http" {
+		return nil, fmt.Errorf("upstream proxy scheme %q: only http is supported", sch)
+	}
+	c, err := s.p.Dial(ctx, "tcp", s.proxyAddr())
+	if err != nil {
+		return nil, fmt.Errorf("upstream proxy: %w", err)
+	}
+	if !tunnel {
+		return c, nil
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	req := "CONNECT " + k.String() + " HTTP/1.1\r\nHost: " + k.String() + "\r\n"
+	if a := s.proxyAuth(); a != "" {
+		req += "Proxy-Authorization: " + a + "\r\n"
+	}
+	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("upstream proxy: %w", err)
+	}
+	br := bufio.NewReaderSize(c, maxHead)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("upstream proxy: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.Close()
+		return nil, fmt.Errorf("upstream proxy answered %s", resp.Status)
+	}
+	c.SetDeadline(time.Time{})
+	return &bufConn{Conn: c, r: br}, nil
+}
+
+// bufConn reads through the reader that read the upstream proxy's answer, so
+// the origin's first bytes, if they came with it, are not lost.
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *bufConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// splitAuthority parses a CONNECT target, host:port, port required.
+func splitAuthority(a string) (string, uint16, error) {
+	h, p, err := net.SplitHostPort(a)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		return "", 0, fmt.Errorf("port %q is not 1 to 65535", p)
+	}
+	return canonicalHost(h), uint16(n), nil
+}
+
+// canonicalHost lowercases a name and drops one trailing dot, the forms rules
+// are written in.
+func canonicalHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// connect serves a CONNECT: vet, dial, answer 200, then copy both ways until
+// either side ends or a cap cuts it.
+func (s *Session) connect(l *link, br *bufio.Reader, req *http.Request) {
+	host, port, err := splitAuthority(req.RequestURI)
+	if err != nil {
+		refuse(l.client, http.StatusBadRequest, fmt.Sprintf("CONNECT target %q is not host:port: %v", req.RequestURI, err))
+		return
+	}
+	t, ref := s.vet(s.ctx, host, port)
+	if ref == nil {
+		var u *upstream
+		u, ref = s.dial(t, true)
+		if ref == nil {
+			s.tunnel(l, br, u)
+			return
+		}
+	}
+	s.answer(l, ref)
+}
+
+func (s *Session) tunnel(l *link, br *bufio.Reader, u *upstream) {
+	if !l.setUpstream(u) {
+		s.noteCut(u.key, l.why())
+		return
+	}
+	if _, err := io.WriteString(l.client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := copyData(u, br); err == nil {
+			u.CloseWrite()
+		} else {
+			l.cut("")
+		}
+	}()
+	if err := copyData(l.client, u); err == nil {
+		if cw, ok := l.client.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		} else {
+			l.cut("")
+		}
+	} else {
+		l.cut("")
+	}
+	<-done
+	s.noteEnd(l, u)
+}
+
+// noteEnd records why u ended early, if it did: a cap, the lifetime, the
+// session's end.
+func (s *Session) noteEnd(l *link, u *upstream) {
+	if why := u.capReached(); why != "" {
+		s.noteCut(u.key, why)
+	} else if why := l.why(); why != "" {
+		s.noteCut(u.key, why)
+	}
+}
+
+// copyData copies src to dst until src ends (nil) or either fails.
+func copyData(dst io.Writer, src io.Reader) error {
+	buf := make([]byte, 64<<10)
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// hopHeaders are the headers of one hop, never forwarded (RFC 9110, 7.6.1).
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func dropHopHeaders(h http.Header) {
+	for _, f := range h["Connection"] {
+		for _, name := range strings.Split(f, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+}
+
+// forward carries one absolute-URI request and its response, and reports
+// whether the client connection may carry another.
+func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
+	if req.URL.Scheme != "http" || req.URL.Host == "" {
+		why := "this proxy takes CONNECT host:port and absolute-URI requests (GET http://host/path); " +
+			fmt.Sprintf("%q is not one", req.RequestURI)
+		if req.URL.Scheme == "https" {
+			why = "https goes through CONNECT host:443, not an absolute https:// URI"
+		}
+		refuse(l.client, http.StatusBadRequest, why)
+		return false
+	}
+	host := canonicalHost(req.URL.Hostname())
+	port := uint16(80)
+	if p := req.URL.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			refuse(l.client, http.StatusBadRequest, fmt.Sprintf("port %q is not 1 to 65535", p))
+			return false
+		}
+		port = uint16(n)
+	}
+	k := hostPort{host, port}
+	for _, h := range hosts {
+		if !sameHost(h, k) {
+			why := fmt.Sprintf("Host header %q differs from the URI's host %q", h, req.URL.Host)
+			s.noteRefused(k, why)
+			refuse(l.client, http.StatusBadRequest, why)
+			return false
+		}
+	}
+	t, ref := s.vet(s.ctx, host, port)
+	if ref != nil {
+		s.answer(l, ref)
+		return false
+	}
+
+	l.mu.Lock()
+	u := l.upstream
+	l.mu.Unlock()
+	reused := u != nil && u.key == k
+	for {
+		if !reused {
+			if u, ref = s.dial(t, false); ref != nil {
+				s.answer(l, ref)
+				return false
+			}
+			if !l.setUpstream(u) {
+				s.noteCut(k, l.why())
+				return false
+			}
+			u.br = bufio.NewReaderSize(u, 32<<10)
+		}
+		keep, retry := s.roundTrip(l, req, u, reused)
+		if retry {
+			// The origin closed the kept-alive connection before this
+			// request reached it; a new connection carries it.
+			l.setUpstream(nil)
+			reused = false
+			continue
+		}
+		if !keep {
+			s.noteEnd(l, u)
+		}
+		return keep
+	}
+}
+
+// sameHost reports whether a Host header names k: same host, and same port,
+// 80 when it names none.
+func sameHost(h string, k hostPort) bool {
+	host, port := h, "80"
+	if hh, p, err := net.SplitHostPort(h); err == nil {
+		host, port = hh, p
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	return canonicalHost(host) == k.host && port == strconv.Itoa(int(k.port))
+}
+
+// roundTrip sends req to the origin over u and its response to the client.
+// It reports whether both connections can carry another request, and
+// whether req should be sent again on a new connection: when u was kept
+// alive from an earlier request, and the origin closed it before answering
+// a request without a body (as Transport in net/http does).
+func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool) (keep, retry bool) {
+	ubr := u.br
+	bodyless := req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 && len(req.TransferEncoding) == 0
+	stale := func(err error) bool {
+		return reused && bodyless && u.capReached() == "" && l.why() == "" &&
+			(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
+	}
+	out := &http.Request{
+		Method:        req.Method,
+		URL:           req.URL,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        req.Header.Clone(),
+		Body:          req.Body,
+		ContentLength: req.ContentLength,
+		Host:          req.URL.Host,
+	}
+	if len(req.TransferEncoding) > 0 {
+		out.TransferEncoding = []string{"chunked"}
+	}
+	dropHopHeaders(out.Header)
+	if _, ok := out.Header["User-Agent"]; !ok {
+		// Request.Write would add Go's own.
+		out.Header["User-Agent"] = []string{""}
+	}
+	if strings.EqualFold(out.Header.Get("Expect"), "100-continue") {
+		// The body is sent on; tell the client to send it now.
+		out.Header.Del("Expect")
+		if _, err := io.WriteString(l.client, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return false, false
+		}
+	}
+	var err error
+	if s.p.UpstreamProxy != nil {
+		if a := s.proxyAuth(); a != "" {
+			out.Header.Set("Proxy-Authorization", a)
+		}
+		err = out.WriteProxy(u)
+	} else {
+		err = out.Write(u)
+	}
+	if err != nil {
+		if stale(err) {
+			return false, true
+		}
+		if u.capReached() == "" && l.why() == "" {
+			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: sending the request failed: %v", u.key, err))
+		}
+		return false, false
+	}
+	resp, err := http.ReadResponse(ubr, out)
+	if err != nil && stale(err) {
+		return false, true
+	}
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+		fmt.Fprintf(l.client, "HTTP/1.1 %s\r\n", resp.Status)
+		resp.Header.Write(l.client)
+		io.WriteString(l.client, "\r\n")
+		resp, err = http.ReadResponse(ubr, out)
+	}
+	if err != nil {
+		if u.capReached() == "" && l.why() == "" {
+			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: no answer: %v", u.key, err))
+		}
+		return false, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: switching protocols is not carried", u.key))
+		return false, false
+	}
+	originClose := resp.Close
+	dropHopHeaders(resp.Header)
+	unbounded := resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 &&
+		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
+	keep = !req.Close && !originClose && !unbounded
+	resp.Close = !keep
+	if err := resp.Write(l.client); err != nil {
+		return false, false
+	}
+	if originClose || unbounded {
+		// Read to its end: the origin's connection cannot carry another.
+		l.setUpstream(nil)
+		u.Close()
+	}
+	return keep, false
+}

@@ -1,0 +1,442 @@
+package egress
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Resolver looks names up; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// DefaultConnectTimeout bounds a name's lookup and the dial of its address
+// when Policy.ConnectTimeout is zero.
+const DefaultConnectTimeout = 30 * time.Second
+
+// Policy is what one run may reach and how much of it. The zero value of each
+// limit means no limit; the caller sets them from the run's.
+type Policy struct {
+	// Rules are the run's hosts. A host no rule matches is refused.
+	Rules []Rule
+	// AllowCIDRs open addresses the address rules refuse (an internal mirror
+	// on 10.0.0.0/8), and are the only way an IP literal is reached.
+	AllowCIDRs []netip.Prefix
+	// Resolver looks names up; nil is net.DefaultResolver.
+	Resolver Resolver
+	// Dial connects to a vetted address, or to UpstreamProxy; nil is a
+	// net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// LocalAddrs lists the host's own addresses, which are refused; nil lists
+	// the host's interfaces.
+	LocalAddrs func() ([]netip.Addr, error)
+	// UpstreamProxy, when set, is an http:// proxy every allowed connection
+	// leaves through (CONNECT for tunnels, absolute-URI for plain HTTP). It
+	// resolves names itself: the rules are still applied here, the address
+	// rules are the upstream's to apply, and IP literals still need
+	// AllowCIDRs. User and password in the URL become Proxy-Authorization.
+	UpstreamProxy *url.URL
+	// MaxConns bounds the client connections open at once. Each carries at
+	// most one connection to an origin at a time, so it bounds those too;
+	// and it bounds what idle client connections can hold in the proxy.
+	MaxConns int
+	// MaxBytesIn and MaxBytesOut bound the bytes received from origins and
+	// sent to them, over the whole session.
+	MaxBytesIn, MaxBytesOut int64
+	// MaxLifetime bounds how long one client connection, with its tunnel or
+	// its requests, stays open.
+	MaxLifetime time.Duration
+	// ConnectTimeout bounds a lookup and a dial; zero is
+	// DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// Logger receives one line per refusal and per cut connection; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Decision is an Entry's verdict.
+type Decision string
+
+// The two decisions.
+const (
+	Allowed Decision = "allowed"
+	Denied  Decision = "denied"
+)
+
+// Entry is what the session did for one host and port.
+type Entry struct {
+	// Host is the name (or IP literal) the client asked for, lowercase.
+	Host string `json:"host"`
+	Port uint16 `json:"port"`
+	// Decision is allowed when at least one connection to Host and Port was
+	// made, denied otherwise.
+	Decision Decision `json:"decision"`
+	// Reason is the last refusal or cut (a cap reached, the session closed),
+	// else the rule that allowed the host.
+	Reason string `json:"reason"`
+	// Connections counts connections made to the origin, Refused the
+	// attempts refused.
+	Connections int `json:"connections"`
+	Refused     int `json:"refused"`
+	// BytesIn were received from the origin, BytesOut sent to it.
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+}
+
+type hostPort struct {
+	host string
+	port uint16
+}
+
+func (k hostPort) String() string {
+	return net.JoinHostPort(k.host, strconv.Itoa(int(k.port)))
+}
+
+// tally is an Entry while the session runs; the byte counters are updated
+// without the session's lock.
+type tally struct {
+	connections int
+	refused     int
+	reason      string
+	in, out     atomic.Int64
+}
+
+// budget is a byte cap shared by every connection of a session. Reads and
+// writes reserve before they move bytes, so the cap is exact even when
+// connections race.
+type budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// reserve returns how many of want bytes may move, 0 when the cap is reached.
+func (b *budget) reserve(want int) int {
+	if b.max <= 0 {
+		b.used.Add(int64(want))
+		return want
+	}
+	for {
+		u := b.used.Load()
+		left := b.max - u
+		if left <= 0 {
+			return 0
+		}
+		n := int64(want)
+		if n > left {
+			n = left
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return int(n)
+		}
+	}
+}
+
+func (b *budget) release(n int) {
+	if n > 0 {
+		b.used.Add(-int64(n))
+	}
+}
+
+func (b *budget) spent() bool { return b.max > 0 && b.used.Load() >= b.max }
+
+// Session is one run's proxy: every connection the run's sandbox opens is
+// handed to Serve, and Close ends them all.
+type Session struct {
+	p      Policy
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool
+	log    *slog.Logger
+
+	in, out budget
+
+	mu      sync.Mutex
+	closed  bool
+	links   map[*link]struct{}
+	open    int // client connections being served
+	tallies map[hostPort]*tally
+	wg      sync.WaitGroup
+}
+
+// NewSession starts a run's proxy. It closes itself when ctx ends.
+func NewSession(ctx context.Context, p Policy) *Session {
+	if p.Resolver == nil {
+		p.Resolver = net.DefaultResolver
+	}
+	if p.Dial == nil {
+		p.Dial = (&net.Dialer{}).DialContext
+	}
+	if p.LocalAddrs == nil {
+		p.LocalAddrs = interfaceAddrs
+	}
+	if p.ConnectTimeout <= 0 {
+		p.ConnectTimeout = DefaultConnectTimeout
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Session{
+		p:       p,
+		log:     log,
+		in:      budget{max: p.MaxBytesIn},
+		out:     budget{max: p.MaxBytesOut},
+		links:   make(map[*link]struct{}),
+		tallies: make(map[hostPort]*tally),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = context.AfterFunc(ctx, func() { s.shut("the run ended") })
+	return s
+}
+
+// Close ends every connection of the session at once, refuses the ones that
+// come after, and returns when every Serve has returned.
+func (s *Session) Close() {
+	s.shut("the session was closed")
+}
+
+func (s *Session) shut(cause string) {
+	s.stop()
+	s.mu.Lock()
+	s.closed = true
+	links := make([]*link, 0, len(s.links))
+	for l := range s.links {
+		links = append(links, l)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	for _, l := range links {
+		l.cut(cause)
+	}
+	s.wg.Wait()
+}
+
+// Report returns one Entry per host and port the session was asked for,
+// sorted by host then port.
+func (s *Session) Report() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Entry, 0, len(s.tallies))
+	for k, t := range s.tallies {
+		e := Entry{
+			Host:        k.host,
+			Port:        k.port,
+			Decision:    Denied,
+			Reason:      t.reason,
+			Connections: t.connections,
+			Refused:     t.refused,
+			BytesIn:     t.in.Load(),
+			BytesOut:    t.out.Load(),
+		}
+		if t.connections > 0 {
+			e.Decision = Allowed
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
+	})
+	return out
+}
+
+// tallyLocked returns k's tally, made on first use; s.mu is held.
+func (s *Session) tallyLocked(k hostPort) *tally {
+	t := s.tallies[k]
+	if t == nil {
+		t = &tally{}
+		s.tallies[k] = t
+	}
+	return t
+}
+
+// noteRefused records a refused attempt at k.
+func (s *Session) noteRefused(k hostPort, why string) {
+	s.mu.Lock()
+	t := s.tallyLocked(k)
+	t.refused++
+	t.reason = why
+	s.mu.Unlock()
+	s.log.Info("egress refused", "host", k.host, "port", k.port, "reason", why)
+}
+
+// noteCut records why an open connection to k was ended early.
+func (s *Session) noteCut(k hostPort, why string) {
+	s.mu.Lock()
+	s.tallyLocked(k).reason = "cut: " + why
+	s.mu.Unlock()
+	s.log.Info("egress cut", "host", k.host, "port", k.port, "reason", why)
+}
+
+// acquire counts a connection to k, or says why it may not be made.
+func (s *Session) acquire(k hostPort, rule string) (*tally, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, "the session was closed"
+	case s.in.spent():
+		return nil, fmt.Sprintf("download cap of %d bytes reached", s.in.max)
+	case s.out.spent():
+		return nil, fmt.Sprintf("upload cap of %d bytes reached", s.out.max)
+	}
+	t := s.tallyLocked(k)
+	t.connections++
+	if t.reason == "" {
+		t.reason = rule
+	}
+	return t, ""
+}
+
+// link is one client connection and the origin connection it uses now.
+type link struct {
+	s      *Session
+	client net.Conn
+
+	mu       sync.Mutex
+	upstream *upstream
+	cause    string
+}
+
+// register adds a client connection to the session. It returns nil and
+// false once the session is closed, nil and true when MaxConns are open.
+func (s *Session) register(c net.Conn) (*link, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	if s.p.MaxConns > 0 && s.open >= s.p.MaxConns {
+		return nil, true
+	}
+	s.open++
+	l := &link{s: s, client: c}
+	s.links[l] = struct{}{}
+	s.wg.Add(1)
+	return l, false
+}
+
+// cut closes the link's connections; the first cause is kept.
+func (l *link) cut(cause string) {
+	l.mu.Lock()
+	if l.cause == "" {
+		l.cause = cause
+	}
+	u := l.upstream
+	l.mu.Unlock()
+	l.client.Close()
+	if u != nil {
+		u.Close()
+	}
+}
+
+// setUpstream makes u the link's origin connection, closing the one before.
+// It closes u instead when the link was cut meanwhile.
+func (l *link) setUpstream(u *upstream) bool {
+	l.mu.Lock()
+	old, cause := l.upstream, l.cause
+	if cause == "" {
+		l.upstream = u
+	}
+	l.mu.Unlock()
+	if old != nil && old != u {
+		old.Close()
+	}
+	if cause != "" && u != nil {
+		u.Close()
+		return false
+	}
+	return true
+}
+
+// why returns the cause of a cut, or "".
+func (l *link) why() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cause
+}
+
+func (l *link) finish() {
+	l.cut("")
+	s := l.s
+	s.mu.Lock()
+	delete(s.links, l)
+	s.open--
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// upstream is a connection to an origin (or to the upstream proxy for one
+// origin): it counts its bytes into the session's caps and its host's tally.
+type upstream struct {
+	net.Conn
+	s   *Session
+	key hostPort
+	t   *tally
+	// br reads the origin's responses when the connection carries plain
+	// HTTP; it outlives one request on a kept-alive connection.
+	br *bufio.Reader
+	// capHit names the cap that stopped a read or write, for the report.
+	capHit atomic.Pointer[string]
+}
+
+type capError struct{ what string }
+
+func (e *capError) Error() string { return e.what }
+
+func (u *upstream) Read(p []byte) (int, error) {
+	n := u.s.in.reserve(len(p))
+	if n == 0 {
+		return 0, u.hit(fmt.Sprintf("download cap of %d bytes reached", u.s.in.max))
+	}
+	got, err := u.Conn.Read(p[:n])
+	u.s.in.release(n - got)
+	u.t.in.Add(int64(got))
+	return got, err
+}
+
+func (u *upstream) Write(p []byte) (int, error) {
+	n := u.s.out.reserve(len(p))
+	wrote, err := u.Conn.Write(p[:n])
+	u.s.out.release(n - wrote)
+	u.t.out.Add(int64(wrote))
+	if err == nil && n < len(p) {
+		err = u.hit(fmt.Sprintf("upload cap of %d bytes reached", u.s.out.max))
+	}
+	return wrote, err
+}
+
+func (u *upstream) hit(what string) error {
+	u.capHit.CompareAndSwap(nil, &what)
+	return &capError{what}
+}
+
+// capReached returns the cap that stopped this connection, or "".
+func (u *upstream) capReached() string {
+	if p := u.capHit.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// CloseWrite half-closes when the connection can, so a tunnelled client's
+// end of input reaches the origin.
+func (u *upstream) CloseWrite() error {
+	if cw, ok := u.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+var _ io.ReadWriteCloser = (*upstream)(nil)
