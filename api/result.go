@@ -69,6 +69,9 @@ type Result struct {
 	Workspace   string            `json:"workspace,omitempty"`
 	// Tests summarises the run's JUnit reports (Spec.Report).
 	Tests *TestReport `json:"tests,omitempty"`
+	// Egress is what the run's connections through airlock's proxy did, one
+	// entry per host and port (Spec.Egress).
+	Egress []EgressEntry `json:"egress,omitempty"`
 	// Tenant is the owner a server recorded for the run (see Spec.Tenant).
 	Tenant string `json:"tenant,omitempty"`
 	// Node is, in cluster mode, the node that ran the run or job.
@@ -113,4 +116,17 @@ func (r Result) Outcome() string {
 		return fmt.Sprintf("completed with exit code %d in %s (%s)", r.ExitCode, d, r.Signal)
 	}
 	return fmt.Sprintf("completed with exit code %d in %s", r.ExitCode, d)
+}
+
+// EgressEntry is what a run's proxy did for one host and port: allowed or
+// denied, why, how many connections, and the bytes each way.
+type EgressEntry struct {
+	Host        string `json:"host"`
+	Port        int    `json:"port"`
+	Decision    string `json:"decision"` // allowed or denied
+	Reason      string `json:"reason,omitempty"`
+	Connections int64  `json:"connections"`
+	Refused     int64  `json:"refused"`   // connections refused
+	BytesIn     int64  `json:"bytes_in"`  // from the host to the run
+	BytesOut    int64  `json:"bytes_out"` // from the run to the host
 }

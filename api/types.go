@@ -34,6 +34,10 @@ type Spec struct {
 	TmpfsSize int64 `json:"tmpfs_size,omitempty" jsonschema:"size in bytes of each of /tmp, /workspace and /dev/shm (default 67108864, 64 MiB)"`
 	// Network is the network the container joins (default "none").
 	Network string `json:"network,omitempty" jsonschema:"network to join (default none: no network)"`
+	// Egress names the hosts the run may reach through airlock's proxy:
+	// exact names or one leading "*." label, with an optional port (default
+	// 80 and 443). Empty: no network at all, unless the operator set a default.
+	Egress []string `json:"egress,omitempty" jsonschema:"hosts the run may reach over HTTP(S) through airlock's proxy, e.g. [\"pypi.org\", \"*.pythonhosted.org\", \"github.com:443\"]: exact names or one leading *. label, optional :port (default 80 and 443); empty means no network"`
 	// Runtime is the OCI runtime: "runc" or "runsc" (gVisor).
 	Runtime string `json:"runtime,omitempty" jsonschema:"OCI runtime: runc or runsc (gVisor), as the server allows"`
 	// Background asks for a detached job. Run refuses it; Start sets it.

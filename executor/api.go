@@ -10,6 +10,7 @@ type (
 	SpecError     = api.SpecError
 	State         = api.State
 	Result        = api.Result
+	EgressEntry   = api.EgressEntry
 	ResourceUsage = api.ResourceUsage
 	Process       = api.Process
 	ProcessList   = api.ProcessList

@@ -3,9 +3,13 @@ package executor
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/egress"
 
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -70,10 +74,40 @@ type Config struct {
 	// InitBinary; New fails when it is missing or cannot run in a sandbox,
 	// saying how to get it. EngineInit asks for the engine's init instead.
 	InitPath string
+	// Egress bounds the hosts runs may reach through airlock's proxy
+	// (docs/DESIGN.md, "Network by allow-list").
+	Egress EgressConfig
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
 	Logger *slog.Logger
+}
+
+// EgressConfig is the operator's side of the network by allow-list: what a
+// Spec's Egress may name, what applies when it names nothing, which private
+// ranges are opened on purpose, and how much one run may use.
+type EgressConfig struct {
+	// Allowed are the patterns ("pypi.org", "*.pythonhosted.org",
+	// "github.com:443") a Spec's Egress must lie within. nil bounds nothing:
+	// the library's and the CLI's caller is its own operator. A server sets
+	// it, empty unless configured.
+	Allowed []string
+	// Default applies to a Spec that names no host; empty means no network.
+	Default []string
+	// AllowCIDRs open private ranges the proxy refuses otherwise (an
+	// internal package mirror on 10.1.2.0/24).
+	AllowCIDRs []string
+	// UpstreamProxy, when set (http://host:port), is the proxy every
+	// allowed connection leaves through.
+	UpstreamProxy string
+	// Per run: connections open at once, bytes each way, and the lifetime
+	// of one connection. Zero takes the defaults (DefaultConfig).
+	MaxConns                int
+	MaxBytesIn, MaxBytesOut int64
+	MaxLifetime             time.Duration
+	// Resolver looks names up for the proxy; nil is the system's. Tests
+	// name their own origins through one.
+	Resolver egress.Resolver
 }
 
 // PullPolicy is the operator's choice about images the engine lacks.
@@ -118,6 +152,7 @@ func DefaultConfig() Config {
 		InitPath:             InitBinary(),
 		WorkspaceSize:        256 << 20,
 		MaxWorkspaceSize:     2 << 30,
+		Egress:               EgressConfig{MaxConns: 64, MaxBytesIn: 4 << 30, MaxBytesOut: 1 << 30, MaxLifetime: time.Hour},
 		Policy:               policy.Default(),
 		Logger:               slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
@@ -164,5 +199,52 @@ func (c *Config) check() error {
 	case c.Logger == nil:
 		return fmt.Errorf("config: Logger is nil")
 	}
+	if _, err := c.egressBounds(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if _, err := c.upstreamProxy(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	return nil
+}
+
+// egressBounds parses the Egress bounds; Allowed stays nil when unbounded.
+func (c *Config) egressBounds() (egress.Bounds, error) {
+	var b egress.Bounds
+	var err error
+	if c.Egress.Allowed != nil {
+		if b.Allowed, err = egress.ParseRules(c.Egress.Allowed); err != nil {
+			return b, fmt.Errorf("egress.allowed: %w", err)
+		}
+		if b.Allowed == nil {
+			b.Allowed = []egress.Rule{}
+		}
+	}
+	if b.Default, err = egress.ParseRules(c.Egress.Default); err != nil {
+		return b, fmt.Errorf("egress.default: %w", err)
+	}
+	for _, s := range c.Egress.AllowCIDRs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return b, fmt.Errorf("egress.allow_cidrs: %q: %w", s, err)
+		}
+		b.AllowCIDRs = append(b.AllowCIDRs, p.Masked())
+	}
+	if b.Allowed != nil {
+		if err := b.Check(); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+func (c *Config) upstreamProxy() (*url.URL, error) {
+	if c.Egress.UpstreamProxy == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(c.Egress.UpstreamProxy)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("egress.upstream_proxy: %q is not http://host:port", c.Egress.UpstreamProxy)
+	}
+	return u, nil
 }

@@ -29,6 +29,10 @@ type Caller struct {
 	// the tenant holds and the sum of their sizes.
 	MaxWorkspaces     int
 	MaxWorkspaceBytes int64
+	// EgressAllowed and EgressDefault, when set, narrow the Config's egress
+	// bounds for this caller (a tenant); they must lie within them.
+	EgressAllowed []string
+	EgressDefault []string
 }
 
 // Admitted is a request that has passed the gate: every default filled in, every

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -14,7 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/internal/engine"
 	"github.com/airlock-sandbox/airlock/internal/initproto"
+	"github.com/airlock-sandbox/airlock/internal/relay"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -111,7 +114,18 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		}
 		return failedResult(res, err)
 	}
+	var eg *egressRun
+	if len(s.Egress) > 0 {
+		// The relay listens before the command starts: the request goes to
+		// the init only after it.
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress); err != nil {
+			return failedResult(res, err)
+		}
+	}
 	res, err = e.supervise(ctx, sb, s, res, o)
+	if eg != nil {
+		res.Egress = eg.close() // the run has ended: so does every connection
+	}
 	if err == nil && s.Report != "" {
 		res.Tests = e.testReport(context.WithoutCancel(ctx), s, a.caller)
 	}
@@ -193,6 +207,10 @@ func (e *Executor) create(ctx context.Context, plan containerPlan) (string, erro
 	}
 	plan.Image, plan.Volumes = img.ID, img.Volumes
 	cid, err := e.eng.Create(ctx, plan)
+	if errors.Is(err, engine.ErrNameInUse) {
+		// The name is another's container, never ours to remove.
+		return "", fmt.Errorf("%w: %w", ErrEngine, err)
+	}
 	if err != nil {
 		// A create cut short by ctx may still have made the container: remove it by name.
 		e.discard(context.WithoutCancel(ctx), plan.Name)
@@ -223,7 +241,13 @@ func (e *Executor) plan(id string, s Spec) containerPlan {
 	}
 	env := make([]string, 0, len(s.Env))
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if len(s.Egress) > 0 && relay.IsProxyVar(k) {
+			continue // the relay is the run's only way out: its variables win
+		}
 		env = append(env, k+"="+s.Env[k])
+	}
+	if len(s.Egress) > 0 {
+		env = append(env, relay.Env()...)
 	}
 	labels := maps.Clone(s.Labels)
 	if labels == nil {

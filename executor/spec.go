@@ -190,6 +190,12 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 	if s.Network == "" {
 		s.Network = "none"
 	}
+	if s.Egress, err = c.normalizeEgress(s.Egress, caller); err != nil {
+		return Spec{}, err
+	}
+	if len(s.Egress) > 0 && s.Network != "none" {
+		return bad("egress", "reaches hosts through airlock's proxy, with no engine network: network must be none, not %q", s.Network)
+	}
 	if !slices.Contains(c.Networks, s.Network) {
 		return bad("network", "%q is not allowed by the server (allowed: %s)", s.Network, strings.Join(c.Networks, ", "))
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/internal/fileagent"
 	"github.com/airlock-sandbox/airlock/internal/initproto"
+	"github.com/airlock-sandbox/airlock/internal/relay"
 )
 
 func main() {
@@ -33,6 +34,12 @@ func main() {
 			os.Exit(fileagent.Main(fileagent.Root, os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case initproto.HoldArg: // PID 1 of a workspace's holder
 			hold()
+		case relay.Arg: // a run's way out to airlock's egress proxy, exec'd in its sandbox
+			if err := relay.Sandbox(relay.Addr, os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
 	}
 	// Opened while the init may still open its own /proc files (oom.go).

@@ -1,0 +1,159 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/internal/egress"
+	"github.com/airlock-sandbox/airlock/internal/engine"
+	"github.com/airlock-sandbox/airlock/internal/relay"
+)
+
+// A run that names hosts (Spec.Egress) reaches them through a proxy inside
+// airlock, never through an engine network: the sandbox keeps its own
+// loopback only. Once its container has started, airlock execs the relay in
+// it (airlock's init, as the run's user), which listens on the loopback and
+// carries each connection over the exec's stdio to the run's egress session
+// (internal/relay, internal/egress). The sandbox's environment names the
+// relay as its proxy. docs/DESIGN.md, "Network by allow-list".
+
+// normalizeEgress checks a Spec's Egress within the operator's and the
+// caller's bounds, applies the default, and returns the patterns as the
+// proxy reads them.
+func (c *Config) normalizeEgress(patterns []string, caller Caller) ([]string, error) {
+	bad := func(err error) ([]string, error) { return nil, &SpecError{Field: "egress", Reason: err.Error()} }
+	rules, err := egress.ParseRules(patterns)
+	if err != nil {
+		return bad(err)
+	}
+	bounds, err := c.egressBounds()
+	if err != nil {
+		return nil, err
+	}
+	if caller.EgressAllowed != nil || caller.EgressDefault != nil {
+		var tenant egress.Bounds
+		if tenant.Allowed, err = egress.ParseRules(caller.EgressAllowed); err != nil {
+			return nil, err
+		}
+		if caller.EgressAllowed != nil && tenant.Allowed == nil {
+			tenant.Allowed = []egress.Rule{}
+		}
+		if tenant.Default, err = egress.ParseRules(caller.EgressDefault); err != nil {
+			return nil, err
+		}
+		if bounds.Allowed != nil {
+			if bounds, err = bounds.Narrow(tenant); err != nil {
+				return nil, err
+			}
+		} else {
+			bounds.Allowed, bounds.Default = tenant.Allowed, tenant.Default
+		}
+	}
+	if len(rules) == 0 {
+		rules = bounds.Default
+	} else if bounds.Allowed != nil {
+		if err := egress.Within(rules, bounds.Allowed, "egress.allowed"); err != nil {
+			return bad(err)
+		}
+	}
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = r.String()
+	}
+	return out, nil
+}
+
+// egressRun is a run's egress: its proxy session and the relay feeding it.
+type egressRun struct {
+	sess *egress.Session
+	host *relay.Host
+	stop context.CancelFunc
+	done chan struct{} // the relay's exec has ended
+}
+
+// startEgress starts the relay in the started container cid, as user, and a
+// proxy session for the run's hosts; every connection the relay accepts is
+// served by the session until close.
+func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string) (*egressRun, error) {
+	rules, err := egress.ParseRules(patterns)
+	if err != nil {
+		return nil, err
+	}
+	bounds, err := e.cfg.egressBounds()
+	if err != nil {
+		return nil, err
+	}
+	upstream, err := e.cfg.upstreamProxy()
+	if err != nil {
+		return nil, err
+	}
+	c := e.cfg.Egress
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r := &egressRun{stop: stop, done: make(chan struct{})}
+	r.sess = egress.NewSession(ctx, egress.Policy{
+		Rules: rules, AllowCIDRs: bounds.AllowCIDRs, Resolver: c.Resolver, UpstreamProxy: upstream,
+		MaxConns: c.MaxConns, MaxBytesIn: c.MaxBytesIn, MaxBytesOut: c.MaxBytesOut, MaxLifetime: c.MaxLifetime,
+		Logger: e.cfg.Logger.With("id", id),
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		defer close(r.done)
+		_, err := e.eng.Exec(ctx, cid, user, []string{engine.InitPath, relay.Arg}, inR, outW, io.Discard)
+		outW.CloseWithError(cmpErr(err, io.EOF))
+		inR.Close()
+	}()
+	r.host, err = relay.NewHost(pipes{outR, inW}, 30*time.Second)
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("%w: start the egress relay: %v", ErrEngine, err)
+	}
+	go func() {
+		for {
+			conn, err := r.host.Accept()
+			if err != nil {
+				return
+			}
+			go r.sess.Serve(conn)
+		}
+	}()
+	return r, nil
+}
+
+// close ends every connection, the relay and the session, and returns what
+// the session did.
+func (r *egressRun) close() []api.EgressEntry {
+	if r.host != nil {
+		r.host.Close()
+	}
+	r.sess.Close()
+	r.stop()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+	}
+	var out []api.EgressEntry
+	for _, en := range r.sess.Report() {
+		out = append(out, api.EgressEntry{Host: en.Host, Port: int(en.Port), Decision: string(en.Decision), Reason: en.Reason,
+			Connections: int64(en.Connections), Refused: int64(en.Refused), BytesIn: en.BytesIn, BytesOut: en.BytesOut})
+	}
+	return out
+}
+
+// pipes is the relay's exec as one connection: its stdout to read, its stdin
+// to write.
+type pipes struct {
+	r *io.PipeReader
+	w *io.PipeWriter
+}
+
+func (p pipes) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p pipes) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p pipes) Close() error {
+	p.w.Close()
+	p.r.Close()
+	return nil
+}

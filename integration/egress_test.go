@@ -1,0 +1,224 @@
+package integration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/executor"
+)
+
+// Network by allow-list, end to end: origins the test serves on the host's
+// loopback, named through a resolver the test injects, reached from sandboxes
+// only through airlock's proxy. No traffic leaves the machine.
+
+// names is the test's DNS: every name it knows resolves to one address.
+type names map[string]netip.Addr
+
+func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := n[host]; ok {
+		return []netip.Addr{a}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// origins are an HTTP and an HTTPS server on the host's loopback; ca is the
+// PEM of the authority that signed the HTTPS server's certificate for
+// pypi.test, and hits counts the requests each got.
+type origins struct {
+	http, https *httptest.Server
+	ca          string
+	mu          sync.Mutex
+	hits        int
+}
+
+func (o *origins) port(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
+
+func startOrigins(t *testing.T) *origins {
+	t.Helper()
+	o := &origins{}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.hits++
+		o.mu.Unlock()
+		if r.URL.Path == "/big" {
+			w.Write(make([]byte, 8<<20))
+			return
+		}
+		fmt.Fprintf(w, "hello from %s over %s\n", r.Host, map[bool]string{true: "tls", false: "plain http"}[r.TLS != nil])
+	})
+	o.http = httptest.NewServer(handler)
+	t.Cleanup(o.http.Close)
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "airlock test CA"}, IsCA: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pypi.test"}, DNSNames: []string{"pypi.test", "files.pypi.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.https = httptest.NewUnstartedServer(handler)
+	o.https.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}
+	o.https.StartTLS()
+	t.Cleanup(o.https.Close)
+	o.ca = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
+	return o
+}
+
+// egressExecutor is an executor whose proxy resolves the test's names, with
+// the loopback opened for the test's origins only.
+func egressExecutor(t *testing.T, configure func(*executor.EgressConfig)) *executor.Executor {
+	t.Helper()
+	cfg := executor.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Egress.Resolver = names{
+		"pypi.test": netip.MustParseAddr("127.0.0.1"), "files.pypi.test": netip.MustParseAddr("127.0.0.1"),
+		"other.test": netip.MustParseAddr("127.0.0.1"), "private.test": netip.MustParseAddr("10.1.2.3"),
+		"metadata.test": netip.MustParseAddr("169.254.169.254"),
+	}
+	cfg.Egress.AllowCIDRs = []string{"127.0.0.0/8"}
+	if configure != nil {
+		configure(&cfg.Egress)
+	}
+	e, err := executor.New(executor.WithConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func egressEntry(res executor.Result, host string) (executor.EgressEntry, bool) {
+	for _, en := range res.Egress {
+		if en.Host == host {
+			return en, true
+		}
+	}
+	return executor.EgressEntry{}, false
+}
+
+// TestEgressAllowList: an allowed name is reached over plain HTTP (busybox
+// wget) and HTTPS (Python's urllib, through CONNECT); a name off the list
+// gets the proxy's refusal and a denied entry; raw TCP and DNS find nothing;
+// under runc and gVisor.
+func TestEgressAllowList(t *testing.T) {
+	o := startOrigins(t)
+	e := egressExecutor(t, nil)
+	hp, sp := o.port(o.http), o.port(o.https)
+	eachRuntime(t, func(t *testing.T, rt string) {
+		ctx := t.Context()
+		res, err := e.Run(ctx, executor.Spec{Runtime: rt, Egress: []string{fmt.Sprintf("pypi.test:%d", hp)}, Timeout: 60,
+			Command: fmt.Sprintf(`wget -q -O - http://pypi.test:%d/simple/; echo "exit $?"; wget -q -O - http://other.test:%d/ 2>&1; echo "exit $?"`, hp, hp)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(res.Stdout, fmt.Sprintf("hello from pypi.test:%d over plain http\nexit 0\n", hp)) || strings.Contains(res.Stdout, "hello from other") {
+			t.Errorf("plain HTTP: stdout %q stderr %q", res.Stdout, res.Stderr)
+		}
+		if en, ok := egressEntry(res, "pypi.test"); !ok || en.Decision != "allowed" || en.Connections < 1 || en.BytesIn == 0 || en.BytesOut == 0 {
+			t.Errorf("the allowed host's entry: %+v in %+v", en, res.Egress)
+		}
+		if en, ok := egressEntry(res, "other.test"); !ok || en.Decision != "denied" || en.Reason == "" || en.BytesIn != 0 {
+			t.Errorf("the denied host's entry: %+v in %+v", en, res.Egress)
+		}
+
+		// Everything that is not the proxy fails closed.
+		res, err = e.Run(ctx, executor.Spec{Runtime: rt, Egress: []string{fmt.Sprintf("pypi.test:%d", hp)}, Timeout: 60,
+			Command: fmt.Sprintf(`nc -w 2 127.0.0.1 %d </dev/null && echo tcp-host; nc -w 2 1.1.1.1 80 </dev/null && echo tcp-out; nslookup pypi.test 2>/dev/null | grep -q 127.0.0.1 && echo dns; echo done`, hp)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stdout != "done\n" {
+			t.Errorf("raw TCP or DNS got out: %q", res.Stdout)
+		}
+	})
+	// HTTPS through CONNECT, with the test's authority trusted in the sandbox.
+	res, err := e.Run(t.Context(), executor.Spec{Image: "airlock/debian", Egress: []string{"pypi.test", fmt.Sprintf("*.pypi.test:%d", sp), fmt.Sprintf("pypi.test:%d", sp)}, Timeout: 120,
+		Env: map[string]string{"CA": o.ca},
+		Command: fmt.Sprintf(`printf '%%s' "$CA" > /tmp/ca.pem && SSL_CERT_FILE=/tmp/ca.pem python3 -c '
+import urllib.request
+for host in ("pypi.test", "files.pypi.test"):
+    print(urllib.request.urlopen("https://%%s:%d/x" %% host, timeout=20).read().decode(), end="")
+'`, sp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("hello from pypi.test:%d over tls\nhello from files.pypi.test:%d over tls\n", sp, sp)
+	if res.ExitCode != 0 || res.Stdout != want {
+		t.Errorf("HTTPS: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// TestEgressRefusals: names resolving to private, loopback or metadata
+// addresses, IP literals and ports off the list are refused by the proxy,
+// whatever the list says, unless the operator opened the range.
+func TestEgressRefusals(t *testing.T) {
+	o := startOrigins(t)
+	hp := o.port(o.http)
+	e := egressExecutor(t, func(c *executor.EgressConfig) { c.AllowCIDRs = nil })
+	res, err := e.Run(t.Context(), executor.Spec{Timeout: 60,
+		Egress: []string{fmt.Sprintf("pypi.test:%d", hp), "private.test", "metadata.test", "127.0.0.1"},
+		Command: fmt.Sprintf(`for u in http://pypi.test:%d/ http://private.test/ http://metadata.test/latest/meta-data/ http://127.0.0.1:%d/ http://pypi.test:1/; do wget -q -T 5 -O - $u >/dev/null 2>&1 && echo "reached $u"; done; echo done`, hp, hp)})
+	if err != nil && !strings.Contains(err.Error(), "egress") {
+		t.Fatal(err)
+	}
+	if err == nil && res.Stdout != "done\n" {
+		t.Errorf("refused addresses were reached: %q", res.Stdout)
+	}
+	if o.hits != 0 {
+		t.Errorf("the origin on the loopback got %d requests through the proxy", o.hits)
+	}
+	for _, en := range res.Egress {
+		if en.Decision != "denied" {
+			t.Errorf("entry %+v; want every one denied", en)
+		}
+	}
+}
+
+// TestEgressGate: egress is checked before anything starts.
+func TestEgressGate(t *testing.T) {
+	e := egressExecutor(t, func(c *executor.EgressConfig) { c.Allowed = []string{"*.pythonhosted.org", "pypi.org"} })
+	for _, tc := range []struct {
+		spec executor.Spec
+		want string
+	}{
+		{executor.Spec{Command: "true", Egress: []string{"evil.example"}}, "evil.example"},
+		{executor.Spec{Command: "true", Egress: []string{"pypi.org", "http://x"}}, "http://x"},
+		{executor.Spec{Command: "true", Egress: []string{"*.*.org"}}, "*.*.org"},
+		{executor.Spec{Command: "true", Egress: []string{"pypi.org"}, Network: "bridge"}, "network"},
+	} {
+		_, err := e.Run(t.Context(), tc.spec)
+		var se *executor.SpecError
+		if !errors.As(err, &se) || se.Field != "egress" && se.Field != "network" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want a refusal of egress naming %q", tc.spec.Egress, err, tc.want)
+		}
+	}
+	if _, err := e.Run(t.Context(), executor.Spec{Command: "true", Egress: []string{"files.pythonhosted.org:443"}}); err != nil {
+		t.Errorf("a host within the bounds: %v", err)
+	}
+}

@@ -1,0 +1,199 @@
+// Package relay carries a sandbox's outgoing connections to airlock's egress
+// proxy without any engine network. Inside the sandbox, airlock's init runs
+// as the relay (`airlock-init relay`, exec'd by airlock as the sandbox's
+// user): it listens on Addr, on the sandbox's own loopback, and carries each
+// connection it accepts as a stream over its stdin and stdout, multiplexed
+// with yamux. On the host, Host reads those streams back as net.Conns, which
+// the run's egress session serves (internal/egress). The sandbox's programs
+// find the relay through the proxy variables (Env).
+//
+// The channel is the exec's own stdio, attached through the engine's socket:
+// it works under runc and gVisor, for cold and warm sandboxes, and where
+// airlock reaches the engine only through its socket. docs/DESIGN.md,
+// "Network by allow-list", says why this design.
+package relay
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// Addr is where the relay listens inside the sandbox.
+const Addr = "127.0.0.1:3128"
+
+// Arg is the init's argument that makes it the relay.
+const Arg = "relay"
+
+// ready is the line the relay writes once it listens, before the streams.
+const ready = "airlock-relay-ready\n"
+
+// Env is what a sandbox's programs need to go through the relay: the proxy
+// variables, in both cases, since programs read one or the other.
+func Env() []string {
+	proxy := "http://" + Addr
+	var env []string
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
+		env = append(env, k+"="+proxy)
+	}
+	env = append(env, "NO_PROXY=localhost,127.0.0.1,::1")
+	upper := len(env)
+	for _, kv := range env[:upper] {
+		env = append(env, lower(kv))
+	}
+	return env
+}
+
+// IsProxyVar says whether name is one of the variables Env sets, in either case.
+func IsProxyVar(name string) bool {
+	switch name {
+	case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy":
+		return true
+	}
+	return false
+}
+
+func lower(kv string) string {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			b := []byte(kv[:i])
+			for j, c := range b {
+				if c >= 'A' && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b) + kv[i:]
+		}
+	}
+	return kv
+}
+
+func config() *yamux.Config {
+	c := yamux.DefaultConfig()
+	c.LogOutput = io.Discard
+	c.EnableKeepAlive = false // the exec's end ends the session
+	c.MaxStreamWindowSize = 1 << 20
+	c.StreamOpenTimeout = 30 * time.Second
+	c.StreamCloseTimeout = 30 * time.Second
+	return c
+}
+
+// Sandbox is the relay's side: it listens on addr and serves there.
+func Sandbox(addr string, in io.Reader, out io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("relay: listen on %s: %w", addr, err)
+	}
+	return Serve(ln, in, out)
+}
+
+// Serve says on out that ln listens, and carries every connection it accepts
+// as a stream over in and out, until in ends.
+func Serve(ln net.Listener, in io.Reader, out io.Writer) error {
+	defer ln.Close()
+	if _, err := io.WriteString(out, ready); err != nil {
+		return err
+	}
+	sess, err := yamux.Client(stdio{in, out}, config())
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-sess.CloseChan() // the host has gone: stop accepting
+		ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			sess.Close()
+			return nil
+		}
+		go func() {
+			defer c.Close()
+			st, err := sess.OpenStream()
+			if err != nil {
+				return
+			}
+			defer st.Close()
+			pipe(c, st)
+		}()
+	}
+}
+
+// pipe copies both ways until both ends are done, passing on half-closes.
+func pipe(a, b net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	half := func(dst, src net.Conn) {
+		defer wg.Done()
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}
+	go half(a, b)
+	go half(b, a)
+	wg.Wait()
+}
+
+// stdio is the relay's stdin and stdout as one connection for yamux.
+type stdio struct {
+	io.Reader
+	io.Writer
+}
+
+func (stdio) Close() error { return nil }
+
+// Host is airlock's side of one relay: conn is the exec's stdio (its stdout
+// to read, its stdin to write). It waits for the relay to listen, then yields
+// each connection from the sandbox through Accept.
+type Host struct {
+	sess *yamux.Session
+}
+
+// NewHost waits for the relay's readiness on conn, at most timeout.
+func NewHost(conn io.ReadWriteCloser, timeout time.Duration) (*Host, error) {
+	br := bufio.NewReader(conn)
+	got := make(chan error, 1)
+	go func() {
+		line, err := br.ReadString('\n')
+		if err == nil && line != ready {
+			err = fmt.Errorf("relay: said %q", line)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("relay did not start: %w", err)
+		}
+	case <-time.After(timeout):
+		conn.Close()
+		return nil, errors.New("relay did not start in time")
+	}
+	sess, err := yamux.Server(struct {
+		io.Reader
+		io.Writer
+		io.Closer
+	}{br, conn, conn}, config())
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &Host{sess: sess}, nil
+}
+
+// Accept waits for the next connection from the sandbox.
+func (h *Host) Accept() (net.Conn, error) { return h.sess.AcceptStream() }
+
+// Close ends every connection and the relay.
+func (h *Host) Close() error { return h.sess.Close() }
