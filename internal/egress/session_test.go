@@ -904,3 +904,21 @@ func TestKeptAliveOriginClosed(t *testing.T) {
 		t.Errorf("entry %+v; want three connections", e)
 	}
 }
+
+func TestNamesAreCanonical(t *testing.T) {
+	port := echoOrigin(t)
+	s := NewSession(t.Context(), loopbackPolicy(t, newResolver("echo.a.test", "127.0.0.1"), "*.a.test:"+port))
+	proxy := serve(t, s)
+	c, br := openTunnel(t, proxy, "Echo.A.Test.:"+port)
+	io.WriteString(c, "x")
+	c.(*net.TCPConn).CloseWrite()
+	io.ReadAll(br)
+	// The wildcard's apex is not under it.
+	resp, _ := rawRequest(t, proxy, "CONNECT a.test:"+port+" HTTP/1.1\r\n\r\n")
+	if resp.StatusCode != 403 {
+		t.Errorf("a.test under *.a.test: %d", resp.StatusCode)
+	}
+	if e := entry(t, s, "echo.a.test", port); e.Decision != Allowed || e.Reason != "rule *.a.test:"+port {
+		t.Errorf("entry %+v", e)
+	}
+}
