@@ -46,13 +46,13 @@ func (s *Session) Serve(conn net.Conn) {
 		hosts, err := peekHosts(br)
 		if err != nil {
 			if errors.Is(err, errHeadTooLarge) {
-				refuse(conn, http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
+				l.refuse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
 			}
 			return
 		}
 		req, err := http.ReadRequest(br)
 		if err != nil {
-			refuse(conn, http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+			l.refuse(http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
 			return
 		}
 		if req.Method == http.MethodConnect {
@@ -139,6 +139,15 @@ func refuse(w io.Writer, status int, why string) {
 		status, http.StatusText(status), len(body), body)
 }
 
+// refuse answers the link's client with a refusal; the connection closes
+// after it, lingering so the answer is read (see link.finish).
+func (l *link) refuse(status int, why string) {
+	l.mu.Lock()
+	l.refused = true
+	l.mu.Unlock()
+	refuse(l.client, status, why)
+}
+
 // refusal is why a request to key is not carried, and the status that says
 // so. verb says how ("denied", "cannot be reached"); the report keeps why
 // alone, the client's answer names the host too.
@@ -154,7 +163,7 @@ func (r *refusal) text() string { return fmt.Sprintf("%s %s: %s", r.key, r.verb,
 // answer records the refusal in the report and answers the client with it.
 func (s *Session) answer(l *link, r *refusal) {
 	s.noteRefused(r.key, r.why)
-	refuse(l.client, r.status, r.text())
+	l.refuse(r.status, r.text())
 }
 
 // target is a vetted destination: the addresses to dial (none when an
@@ -178,7 +187,7 @@ func (s *Session) vet(ctx context.Context, host string, port uint16) (target, *r
 		if port != 80 && port != 443 {
 			return denied("an IP address is reached on ports 80 and 443 only")
 		}
-		return target{key: k, addrs: []netip.Addr{a}, rule: "egress.allow_cidrs"}, nil
+		return target{key: k, addrs: []netip.Addr{a.Unmap()}, rule: "egress.allow_cidrs"}, nil
 	}
 	if why := checkName(host); why != "" {
 		return denied("not a host name: " + why)
@@ -218,7 +227,7 @@ func (s *Session) vet(ctx context.Context, host string, port uint16) (target, *r
 			}
 			continue
 		}
-		good = append(good, a)
+		good = append(good, a.Unmap())
 	}
 	if len(good) == 0 {
 		return denied(first)
@@ -363,7 +372,7 @@ func canonicalHost(h string) string {
 func (s *Session) connect(l *link, br *bufio.Reader, req *http.Request) {
 	host, port, err := splitAuthority(req.RequestURI)
 	if err != nil {
-		refuse(l.client, http.StatusBadRequest, fmt.Sprintf("CONNECT target %q is not host:port: %v", req.RequestURI, err))
+		l.refuse(http.StatusBadRequest, fmt.Sprintf("CONNECT target %q is not host:port: %v", req.RequestURI, err))
 		return
 	}
 	t, ref := s.vet(s.ctx, host, port)
@@ -465,7 +474,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 		if req.URL.Scheme == "https" {
 			why = "https goes through CONNECT host:443, not an absolute https:// URI"
 		}
-		refuse(l.client, http.StatusBadRequest, why)
+		l.refuse(http.StatusBadRequest, why)
 		return false
 	}
 	host := canonicalHost(req.URL.Hostname())
@@ -473,7 +482,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	if p := req.URL.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {
-			refuse(l.client, http.StatusBadRequest, fmt.Sprintf("port %q is not 1 to 65535", p))
+			l.refuse(http.StatusBadRequest, fmt.Sprintf("port %q is not 1 to 65535", p))
 			return false
 		}
 		port = uint16(n)
@@ -483,7 +492,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 		if !sameHost(h, k) {
 			why := fmt.Sprintf("Host header %q differs from the URI's host %q", h, req.URL.Host)
 			s.noteRefused(k, why)
-			refuse(l.client, http.StatusBadRequest, why)
+			l.refuse(http.StatusBadRequest, why)
 			return false
 		}
 	}
@@ -588,7 +597,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 			return false, true
 		}
 		if u.capReached() == "" && l.why() == "" {
-			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: sending the request failed: %v", u.key, err))
+			l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: sending the request failed: %v", u.key, err))
 		}
 		return false, false
 	}
@@ -604,13 +613,13 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 	}
 	if err != nil {
 		if u.capReached() == "" && l.why() == "" {
-			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: no answer: %v", u.key, err))
+			l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: no answer: %v", u.key, err))
 		}
 		return false, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: switching protocols is not carried", u.key))
+		l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: switching protocols is not carried", u.key))
 		return false, false
 	}
 	originClose := resp.Close
