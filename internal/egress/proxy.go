@@ -395,16 +395,21 @@ func (s *Session) tunnel(l *link, br *bufio.Reader, u *upstream) {
 	if _, err := io.WriteString(l.client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	done := make(chan struct{})
+	// Each direction ends on its own: the end of the client's input is
+	// passed on as a half-close, and the origin's end too where the client
+	// connection can take one. An error in either ends both.
+	outErr := make(chan error, 1)
 	go func() {
-		defer close(done)
-		if err := copyData(u, br); err == nil {
+		err := copyData(u, br)
+		if err == nil {
 			u.CloseWrite()
 		} else {
 			l.cut("")
 		}
+		outErr <- err
 	}()
-	if err := copyData(l.client, u); err == nil {
+	inErr := copyData(l.client, u)
+	if inErr == nil {
 		if cw, ok := l.client.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		} else {
@@ -413,8 +418,11 @@ func (s *Session) tunnel(l *link, br *bufio.Reader, u *upstream) {
 	} else {
 		l.cut("")
 	}
-	<-done
-	s.noteEnd(l, u)
+	if err := <-outErr; err != nil || inErr != nil {
+		// A tunnel that ended cleanly both ways was not cut, even when the
+		// session closes before this line.
+		s.noteEnd(l, u)
+	}
 }
 
 // noteEnd records why u ended early, if it did: a cap, the lifetime, the
