@@ -148,6 +148,21 @@ func (l *link) refuse(status int, why string) {
 	refuse(l.client, status, why)
 }
 
+// failed answers a request that failed before any of its answer reached the
+// client: 429 naming the cap when one stopped it, 502 otherwise, nothing when
+// the link was cut (its client is gone).
+func (l *link) failed(u *upstream, what string, err error) {
+	switch {
+	case l.why() != "":
+	case u.capReached() != "":
+		// In the report before the client reads the answer.
+		l.s.noteEnd(l, u)
+		l.refuse(http.StatusTooManyRequests, fmt.Sprintf("%s refused: %s", u.key, u.capReached()))
+	default:
+		l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: %s: %v", u.key, what, err))
+	}
+}
+
 // refusal is why a request to key is not carried, and the status that says
 // so. verb says how ("denied", "cannot be reached"); the report keeps why
 // alone, the client's answer names the host too.
@@ -604,9 +619,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		if stale(err) {
 			return false, true
 		}
-		if u.capReached() == "" && l.why() == "" {
-			l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: sending the request failed: %v", u.key, err))
-		}
+		l.failed(u, "sending the request failed", err)
 		return false, false
 	}
 	resp, err := http.ReadResponse(ubr, out)
@@ -620,9 +633,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		resp, err = http.ReadResponse(ubr, out)
 	}
 	if err != nil {
-		if u.capReached() == "" && l.why() == "" {
-			l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: no answer: %v", u.key, err))
-		}
+		l.failed(u, "no answer", err)
 		return false, false
 	}
 	defer resp.Body.Close()

@@ -466,11 +466,13 @@ func TestByteCapCutsAnUpload(t *testing.T) {
 	p.MaxBytesOut = 100 << 10
 	s := NewSession(t.Context(), p)
 	resp, err := proxyClient(serve(t, s), nil).Post("http://up.test:"+port+"/", "application/octet-stream", strings.NewReader(strings.Repeat("x", 1<<20)))
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			t.Errorf("a 1 MiB upload passed a 100 KiB cap")
-		}
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || !strings.Contains(string(answer), "upload cap of 102400 bytes reached") {
+		t.Errorf("a 1 MiB upload over a 100 KiB cap: %d %q", resp.StatusCode, answer)
 	}
 	e := entry(t, s, "up.test", port)
 	if e.BytesOut != 100<<10 || !strings.Contains(e.Reason, "upload cap") {
@@ -596,16 +598,23 @@ func TestConnectionCapCountsIdleClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
+	// Wait until the idle connection holds the one slot.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		resp, body := rawRequest(t, proxy, "GET http://echo.test:"+port+"/ HTTP/1.1\r\nHost: echo.test:"+port+"\r\n\r\n")
-		if resp.StatusCode == 429 && strings.Contains(body, "echo.test:"+port+" refused: connection cap of 1") {
+		s.mu.Lock()
+		open := s.open
+		s.mu.Unlock()
+		if open == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("with one idle client open, got %d %q; want 429", resp.StatusCode, body)
+			t.Fatal("the idle connection was never served")
 		}
-		time.Sleep(10 * time.Millisecond) // the idle connection is not served yet
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, body := rawRequest(t, proxy, "GET http://echo.test:"+port+"/ HTTP/1.1\r\nHost: echo.test:"+port+"\r\n\r\n")
+	if resp.StatusCode != 429 || !strings.Contains(body, "echo.test:"+port+" refused: connection cap of 1") {
+		t.Fatalf("with one idle client open, got %d %q; want 429", resp.StatusCode, body)
 	}
 	if e := entry(t, s, "echo.test", port); e.Refused == 0 {
 		t.Errorf("entry %+v", e)
