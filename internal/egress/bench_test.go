@@ -1,7 +1,11 @@
 package egress
 
 import (
+	"bufio"
+	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -41,6 +45,24 @@ func BenchmarkDownload100MB(b *testing.B) {
 	})
 	b.Run("proxy", func(b *testing.B) {
 		run(b, proxyClient(proxy, nil), "http://big.test:"+port+"/")
+	})
+	// The same download inside a CONNECT tunnel, the path TLS takes.
+	b.Run("tunnel", func(b *testing.B) {
+		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := net.Dial("tcp", proxy.Host)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(c, "CONNECT big.test:%s HTTP/1.1\r\n\r\n", port)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+			if err != nil || resp.StatusCode != 200 {
+				c.Close()
+				return nil, fmt.Errorf("CONNECT: %v %v", resp, err)
+			}
+			return &bufConn{Conn: c, r: br}, nil
+		}}
+		run(b, &http.Client{Transport: tr}, "http://big.test:"+port+"/")
 	})
 }
 

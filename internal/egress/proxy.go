@@ -46,13 +46,13 @@ func (s *Session) Serve(conn net.Conn) {
 		hosts, err := peekHosts(br)
 		if err != nil {
 			if errors.Is(err, errHeadTooLarge) {
-				refuse(conn, http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
+				l.refuse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
 			}
 			return
 		}
 		req, err := http.ReadRequest(br)
 		if err != nil {
-			refuse(conn, http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+			l.refuse(http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
 			return
 		}
 		if req.Method == http.MethodConnect {
@@ -139,6 +139,30 @@ func refuse(w io.Writer, status int, why string) {
 		status, http.StatusText(status), len(body), body)
 }
 
+// refuse answers the link's client with a refusal; the connection closes
+// after it, lingering so the answer is read (see link.finish).
+func (l *link) refuse(status int, why string) {
+	l.mu.Lock()
+	l.refused = true
+	l.mu.Unlock()
+	refuse(l.client, status, why)
+}
+
+// failed answers a request that failed before any of its answer reached the
+// client: 429 naming the cap when one stopped it, 502 otherwise, nothing when
+// the link was cut (its client is gone).
+func (l *link) failed(u *upstream, what string, err error) {
+	switch {
+	case l.why() != "":
+	case u.capReached() != "":
+		// In the report before the client reads the answer.
+		l.s.noteEnd(l, u)
+		l.refuse(http.StatusTooManyRequests, fmt.Sprintf("%s refused: %s", u.key, u.capReached()))
+	default:
+		l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: %s: %v", u.key, what, err))
+	}
+}
+
 // refusal is why a request to key is not carried, and the status that says
 // so. verb says how ("denied", "cannot be reached"); the report keeps why
 // alone, the client's answer names the host too.
@@ -154,7 +178,7 @@ func (r *refusal) text() string { return fmt.Sprintf("%s %s: %s", r.key, r.verb,
 // answer records the refusal in the report and answers the client with it.
 func (s *Session) answer(l *link, r *refusal) {
 	s.noteRefused(r.key, r.why)
-	refuse(l.client, r.status, r.text())
+	l.refuse(r.status, r.text())
 }
 
 // target is a vetted destination: the addresses to dial (none when an
@@ -178,7 +202,7 @@ func (s *Session) vet(ctx context.Context, host string, port uint16) (target, *r
 		if port != 80 && port != 443 {
 			return denied("an IP address is reached on ports 80 and 443 only")
 		}
-		return target{key: k, addrs: []netip.Addr{a}, rule: "egress.allow_cidrs"}, nil
+		return target{key: k, addrs: []netip.Addr{a.Unmap()}, rule: "egress.allow_cidrs"}, nil
 	}
 	if why := checkName(host); why != "" {
 		return denied("not a host name: " + why)
@@ -218,7 +242,7 @@ func (s *Session) vet(ctx context.Context, host string, port uint16) (target, *r
 			}
 			continue
 		}
-		good = append(good, a)
+		good = append(good, a.Unmap())
 	}
 	if len(good) == 0 {
 		return denied(first)
@@ -363,7 +387,7 @@ func canonicalHost(h string) string {
 func (s *Session) connect(l *link, br *bufio.Reader, req *http.Request) {
 	host, port, err := splitAuthority(req.RequestURI)
 	if err != nil {
-		refuse(l.client, http.StatusBadRequest, fmt.Sprintf("CONNECT target %q is not host:port: %v", req.RequestURI, err))
+		l.refuse(http.StatusBadRequest, fmt.Sprintf("CONNECT target %q is not host:port: %v", req.RequestURI, err))
 		return
 	}
 	t, ref := s.vet(s.ctx, host, port)
@@ -386,16 +410,21 @@ func (s *Session) tunnel(l *link, br *bufio.Reader, u *upstream) {
 	if _, err := io.WriteString(l.client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	done := make(chan struct{})
+	// Each direction ends on its own: the end of the client's input is
+	// passed on as a half-close, and the origin's end too where the client
+	// connection can take one. An error in either ends both.
+	outErr := make(chan error, 1)
 	go func() {
-		defer close(done)
-		if err := copyData(u, br); err == nil {
+		err := copyData(u, br)
+		if err == nil {
 			u.CloseWrite()
 		} else {
 			l.cut("")
 		}
+		outErr <- err
 	}()
-	if err := copyData(l.client, u); err == nil {
+	inErr := copyData(l.client, u)
+	if inErr == nil {
 		if cw, ok := l.client.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		} else {
@@ -404,8 +433,11 @@ func (s *Session) tunnel(l *link, br *bufio.Reader, u *upstream) {
 	} else {
 		l.cut("")
 	}
-	<-done
-	s.noteEnd(l, u)
+	if err := <-outErr; err != nil || inErr != nil {
+		// A tunnel that ended cleanly both ways was not cut, even when the
+		// session closes before this line.
+		s.noteEnd(l, u)
+	}
 }
 
 // noteEnd records why u ended early, if it did: a cap, the lifetime, the
@@ -465,7 +497,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 		if req.URL.Scheme == "https" {
 			why = "https goes through CONNECT host:443, not an absolute https:// URI"
 		}
-		refuse(l.client, http.StatusBadRequest, why)
+		l.refuse(http.StatusBadRequest, why)
 		return false
 	}
 	host := canonicalHost(req.URL.Hostname())
@@ -473,7 +505,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	if p := req.URL.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {
-			refuse(l.client, http.StatusBadRequest, fmt.Sprintf("port %q is not 1 to 65535", p))
+			l.refuse(http.StatusBadRequest, fmt.Sprintf("port %q is not 1 to 65535", p))
 			return false
 		}
 		port = uint16(n)
@@ -483,7 +515,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 		if !sameHost(h, k) {
 			why := fmt.Sprintf("Host header %q differs from the URI's host %q", h, req.URL.Host)
 			s.noteRefused(k, why)
-			refuse(l.client, http.StatusBadRequest, why)
+			l.refuse(http.StatusBadRequest, why)
 			return false
 		}
 	}
@@ -587,9 +619,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		if stale(err) {
 			return false, true
 		}
-		if u.capReached() == "" && l.why() == "" {
-			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: sending the request failed: %v", u.key, err))
-		}
+		l.failed(u, "sending the request failed", err)
 		return false, false
 	}
 	resp, err := http.ReadResponse(ubr, out)
@@ -603,14 +633,12 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		resp, err = http.ReadResponse(ubr, out)
 	}
 	if err != nil {
-		if u.capReached() == "" && l.why() == "" {
-			refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: no answer: %v", u.key, err))
-		}
+		l.failed(u, "no answer", err)
 		return false, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		refuse(l.client, http.StatusBadGateway, fmt.Sprintf("%s: switching protocols is not carried", u.key))
+		l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: switching protocols is not carried", u.key))
 		return false, false
 	}
 	originClose := resp.Close

@@ -307,6 +307,7 @@ type link struct {
 	mu       sync.Mutex
 	upstream *upstream
 	cause    string
+	refused  bool // the client was answered with a refusal
 }
 
 // register adds a client connection to the session. It returns nil and
@@ -367,7 +368,24 @@ func (l *link) why() string {
 	return l.cause
 }
 
+// lingerFor bounds how long a refused client's connection is drained before
+// it closes.
+const lingerFor = 500 * time.Millisecond
+
 func (l *link) finish() {
+	l.mu.Lock()
+	linger := l.refused && l.cause == ""
+	l.mu.Unlock()
+	if linger {
+		// Closing with the client's unread bytes (the body of a refused
+		// POST) would reset the connection, and the client could lose the
+		// answer that says why: send the end, then drain for a moment.
+		if cw, ok := l.client.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+			l.client.SetReadDeadline(time.Now().Add(lingerFor))
+			io.CopyN(io.Discard, l.client, 1<<20)
+		}
+	}
 	l.cut("")
 	s := l.s
 	s.mu.Lock()
