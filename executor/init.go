@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/images"
@@ -28,6 +29,7 @@ import (
 const (
 	labelComponent  = labelPrefix + "component" // "init"
 	labelInitDigest = labelPrefix + "init.digest"
+	labelInitReady  = labelPrefix + "init.ready" // on the empty volume that says the files are in
 )
 
 // EngineInit, as Config.InitPath, runs sandboxes under the engine's init
@@ -162,73 +164,56 @@ func (e *Executor) initVolume(ctx context.Context) (volume, etc string, err erro
 	}
 	digest := fmt.Sprintf("%x", sum.Sum(nil))
 	name := "airlock-init-" + digest[:16]
-	vols, err := e.readyInitVolume(ctx, name, digest, bin)
+	vol, err := e.readyInitVolume(ctx, name, digest, bin)
 	if err != nil {
 		return "", "", err
 	}
 	e.removeOldInits(ctx, digest)
 	e.initVol = name
-	if len(vols) == 1 && vols[0].Mountpoint != "" {
-		e.initEtc = vols[0].Mountpoint
-	}
+	e.initEtc = vol.Mountpoint
 	return name, e.initEtc, nil
 }
+
+// initMaking serialises the making of init volumes within a process.
+var initMaking sync.Mutex
 
 // readyInitVolume finds the init's volume with its files in, making it when
 // there is none. Every airlock process on the engine may look for it at once,
 // and a volume is listed from its creation, before its files are copied in: so
-// its maker first creates a lock, a container named by the digest that is
-// never started, and removes it once the files are in. A volume found while
-// the lock exists is waited for; a lock older than a minute is a dead maker's,
-// and its volume is made again.
-func (e *Executor) readyInitVolume(ctx context.Context, name, digest string, bin []byte) ([]engine.Volume, error) {
-	lock := "airlock-init-lock-" + digest[:16]
-	deadline := time.Now().Add(time.Minute)
-	for {
+// the files' volume is known ready only by a second, empty volume that its
+// maker creates once the files are in (labelInitReady). Two makers at once
+// copy the same files twice, which is harmless.
+func (e *Executor) readyInitVolume(ctx context.Context, name, digest string, bin []byte) (engine.Volume, error) {
+	// The executors of one process (a test suite has many) make it one at a time.
+	initMaking.Lock()
+	defer initMaking.Unlock()
+	for attempt := 0; ; attempt++ {
 		vols, err := e.eng.ListVolumes(ctx, labelInitDigest+"="+digest)
 		if err != nil {
-			return nil, e.engineErr("list init volumes", err)
+			return engine.Volume{}, e.engineErr("list init volumes", err)
 		}
-		_, lerr := e.eng.Inspect(ctx, lock)
-		if lerr != nil && !errors.Is(lerr, errNoContainer) {
-			return nil, e.engineErr("inspect the init's lock", lerr)
+		var files engine.Volume
+		ready := false
+		for _, v := range vols {
+			switch {
+			case v.Labels[labelInitReady] == "true":
+				ready = true
+			case v.Name == name:
+				files = v
+			}
 		}
-		locked := lerr == nil
-		switch {
-		case len(vols) > 0 && !locked:
-			return vols, nil
-		case time.Now().After(deadline):
-			// The maker died holding the lock: start again.
-			e.discard(context.WithoutCancel(ctx), lock)
-			if len(vols) > 0 {
-				e.eng.RemoveVolume(ctx, name)
-			}
-			deadline = time.Now().Add(time.Minute)
-			continue
-		case len(vols) == 0 && !locked:
-			plan := containerPlan{
-				Name: lock, Image: images.Minimal.Ref, Cmd: []string{"true"},
-				Memory: minMemory, NanoCPUs: 1e8, Pids: 2, TmpfsSize: 1 << 20, Network: "none", Runtime: "runc",
-				Labels: map[string]string{LabelManaged: "true", LabelID: "init-lock"},
-			}
-			lockID, err := e.create(ctx, plan)
-			if errors.Is(err, engine.ErrNameInUse) {
-				continue // another process makes it
-			}
-			if err != nil {
-				return nil, err
-			}
-			err = e.makeInitVolume(ctx, name, digest, bin)
-			e.discard(context.WithoutCancel(ctx), lockID)
-			if err != nil {
-				return nil, err
-			}
-			continue
+		if ready && files.Name != "" {
+			return files, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		if attempt > 0 {
+			return engine.Volume{}, fmt.Errorf("%w: the init's volume %s is not ready after it was made", ErrEngine, name)
+		}
+		if err := e.makeInitVolume(ctx, name, digest, bin); err != nil {
+			return engine.Volume{}, err
+		}
+		labels := map[string]string{labelComponent: "init", labelInitDigest: digest, labelInitReady: "true"}
+		if err := e.eng.CreateVolume(ctx, name+"-ready", nil, labels); err != nil {
+			return engine.Volume{}, e.engineErr("mark the init's volume ready", err)
 		}
 	}
 }
@@ -237,6 +222,10 @@ func (e *Executor) readyInitVolume(ctx context.Context, name, digest string, bin
 // through a container that is created, never started.
 func (e *Executor) makeInitVolume(ctx context.Context, name, digest string, bin []byte) error {
 	labels := map[string]string{labelComponent: "init", labelInitDigest: digest}
+	// A volume of that name without our labels is one the engine made on its
+	// own (a container named it after it was removed): it goes first, since
+	// creating a volume that exists keeps the old one's labels.
+	e.eng.RemoveVolume(ctx, name)
 	if err := e.eng.CreateVolume(ctx, name, nil, labels); err != nil {
 		return e.engineErr("create init volume", err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
-// TestCLIFromScratchImage packs the static airlock binary into a FROM scratch image,
-// as docker-compose ships it, and runs `airlock run` inside it against the host's
+// TestCLIFromScratchImage packs the static airlock binary and its init into a
+// FROM scratch image, as docker-compose ships them, and runs `airlock run` inside it against the host's
 // engine through the mounted socket: the binary needs nothing from its image.
 func TestCLIFromScratchImage(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,13 @@ func TestCLIFromScratchImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "airlock"), bin, 0o755)
-	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY airlock /airlock\nENTRYPOINT [\"/airlock\"]\n"), 0o644)
+	// Its init beside it, as the server image has it.
+	initBin, err := os.ReadFile(os.Getenv("AIRLOCK_INIT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "airlock-init"), initBin, 0o755)
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY airlock airlock-init /\nENTRYPOINT [\"/airlock\"]\n"), 0o644)
 
 	c, err := testcontainers.GenericContainer(t.Context(), testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{

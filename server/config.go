@@ -48,6 +48,8 @@ type Config struct {
 	Pool map[string]int `json:"pool"`
 	// Ceilings bound every request, whatever the tenant.
 	Ceilings Ceilings `json:"ceilings"`
+	// Egress bounds the hosts a run may reach through airlock's proxy.
+	Egress Egress `json:"egress"`
 	// Networks and Runtimes a request may ask for; AllowRoot lets it ask for uid 0.
 	Networks  []string `json:"networks"`
 	Runtimes  []string `json:"runtimes"`
@@ -139,6 +141,28 @@ type Tenant struct {
 	AllowedImages []string `json:"allowed_images,omitempty"`
 	// Policy replaces the server's policy for this tenant.
 	Policy *policy.Config `json:"policy,omitempty"`
+	// Egress narrows the server's egress bounds for this tenant.
+	Egress *TenantEgress `json:"egress,omitempty"`
+}
+
+// Egress is the server's side of the network by allow-list
+// (docs/server.md, "Network").
+type Egress struct {
+	// Allowed are the host patterns a request may name at all; empty (the
+	// default) allows none.
+	Allowed []string `json:"allowed"`
+	// Default applies to a request that names no host; it lies within Allowed.
+	Default []string `json:"default,omitempty"`
+	// AllowCIDRs are private ranges opened on purpose (an internal mirror).
+	AllowCIDRs []string `json:"allow_cidrs,omitempty"`
+	// UpstreamProxy (http://host:port) is the proxy allowed traffic leaves through.
+	UpstreamProxy string `json:"upstream_proxy,omitempty"`
+}
+
+// TenantEgress narrows the server's Egress for one tenant.
+type TenantEgress struct {
+	Allowed []string `json:"allowed,omitempty"`
+	Default []string `json:"default,omitempty"`
 }
 
 // Token binds a bearer token to a tenant.
@@ -230,6 +254,22 @@ var settings = []setting{
 	}},
 	{"allowed-images", "images tenants may run, comma-separated (default: any)", func(c *Config, v string) error {
 		c.TenantDefaults.AllowedImages = splitList(v)
+		return nil
+	}},
+	{"egress-allowed", "host patterns runs may reach through airlock's proxy, comma-separated (pypi.org,*.pythonhosted.org,github.com:443; default: none)", func(c *Config, v string) error {
+		c.Egress.Allowed = splitList(v)
+		return nil
+	}},
+	{"egress-default", "host patterns of a run that names none, comma-separated (default: none, no network)", func(c *Config, v string) error {
+		c.Egress.Default = splitList(v)
+		return nil
+	}},
+	{"egress-allow-cidrs", "private address ranges the proxy may reach, comma-separated (an internal mirror: 10.1.2.0/24)", func(c *Config, v string) error {
+		c.Egress.AllowCIDRs = splitList(v)
+		return nil
+	}},
+	{"egress-upstream-proxy", "http://host:port of a proxy that allowed traffic leaves through", func(c *Config, v string) error {
+		c.Egress.UpstreamProxy = v
 		return nil
 	}},
 	{"networks", "networks a request may join, comma-separated (none is always allowed)", func(c *Config, v string) error {
@@ -482,6 +522,8 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 		ec.DefaultRuntime = ec.Runtimes[0]
 	}
 	ec.AllowRoot = c.AllowRoot
+	ec.Egress.Allowed = append([]string{}, c.Egress.Allowed...) // a server bounds: empty allows none
+	ec.Egress.Default, ec.Egress.AllowCIDRs, ec.Egress.UpstreamProxy = c.Egress.Default, c.Egress.AllowCIDRs, c.Egress.UpstreamProxy
 	if c.Pull != executor.PullNever && c.Pull != executor.PullMissing {
 		return ec, fmt.Errorf("pull: %q is not never or missing", c.Pull)
 	}

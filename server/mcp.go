@@ -311,6 +311,16 @@ func summarize(r executor.Result) string {
 	if r.Tests != nil {
 		b.WriteString("\n" + junit.Text(*r.Tests))
 	}
+	// One line an agent can act on: the hosts to ask for, not guess.
+	var denied []string
+	for _, en := range r.Egress {
+		if en.Decision == "denied" {
+			denied = append(denied, fmt.Sprintf("%s:%d (%s)", en.Host, en.Port, en.Reason))
+		}
+	}
+	if len(denied) > 0 {
+		b.WriteString("\negress denied: " + strings.Join(denied, "; ") + "; name a host in egress to reach it")
+	}
 	for _, s := range []struct {
 		name, tail string
 		bytes      int64

@@ -155,6 +155,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"FileInfo":      api.FileInfo{},
 		"FileList":      api.FileList{},
 		"TestReport":    api.TestReport{},
+		"EgressEntry":   api.EgressEntry{},
 		"TestFailure":   api.TestFailure{},
 		"Node":          api.Node{},
 		"NodeList":      api.NodeList{},

@@ -268,6 +268,9 @@ func (s *Service) tenant(name string) (*tenantState, error) {
 		Tenant: name, MaxMemory: limits.MaxMemory, MaxTimeout: seconds(limits.MaxTimeout), Images: limits.AllowedImages,
 		MaxWorkspaces: limits.MaxWorkspaces, MaxWorkspaceBytes: limits.MaxWorkspaceBytes,
 	}}
+	if limits.Egress != nil {
+		t.caller.EgressAllowed, t.caller.EgressDefault = limits.Egress.Allowed, limits.Egress.Default
+	}
 	if limits.Policy != nil {
 		p, err := policy.New(*limits.Policy)
 		if err != nil {
