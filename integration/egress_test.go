@@ -182,7 +182,7 @@ func TestEgressRefusals(t *testing.T) {
 	hp := o.port(o.http)
 	e := egressExecutor(t, func(c *executor.EgressConfig) { c.AllowCIDRs = nil })
 	res, err := e.Run(t.Context(), executor.Spec{Timeout: 60,
-		Egress: []string{fmt.Sprintf("pypi.test:%d", hp), "private.test", "metadata.test", "127.0.0.1"},
+		Egress:  []string{fmt.Sprintf("pypi.test:%d", hp), "private.test", "metadata.test", "127.0.0.1"},
 		Command: fmt.Sprintf(`for u in http://pypi.test:%d/ http://private.test/ http://metadata.test/latest/meta-data/ http://127.0.0.1:%d/ http://pypi.test:1/; do wget -q -T 5 -O - $u >/dev/null 2>&1 && echo "reached $u"; done; echo done`, hp, hp)})
 	if err != nil && !strings.Contains(err.Error(), "egress") {
 		t.Fatal(err)
