@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/internal/initproto"
 	"github.com/airlock-sandbox/airlock/store"
 )
@@ -77,7 +78,10 @@ type job struct {
 
 	Kill  *killOrder    `json:"kill,omitempty"`
 	Usage ResourceUsage `json:"usage"`
-	Log   logCursor     `json:"log"`
+	// Egress is what the job's connections through airlock's proxy did,
+	// written when the job ends or its airlock process stops.
+	Egress []api.EgressEntry `json:"egress,omitempty"`
+	Log    logCursor         `json:"log"`
 }
 
 // killOrder is a request to end a running job, kept in the record so that
@@ -143,7 +147,7 @@ func (j *job) outcome() Result {
 		OOMKilled: j.OOMKilled, Blocked: j.State == StateBlocked, BlockReason: j.BlockReason, BlockRule: j.BlockRule,
 		Error: j.Error, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ResourceUsage: j.Usage,
 		ContainerID: j.ContainerID, Image: j.Image, Runtime: j.Runtime, Labels: j.Labels, Workspace: j.Workspace, Tenant: j.Tenant,
-		StdoutBytes: j.Log.Total[stdoutIdx], StderrBytes: j.Log.Total[stderrIdx],
+		StdoutBytes: j.Log.Total[stdoutIdx], StderrBytes: j.Log.Total[stderrIdx], Egress: j.Egress,
 	}
 	if j.Placement != nil {
 		r.Node = j.Placement.Node
@@ -281,6 +285,17 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 		}
 		return fail(err)
 	}
+	var eg *egressRun
+	if len(s.Egress) > 0 {
+		// The relay listens before the init reads its request.
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, j.ID, s.Egress); err != nil {
+			if sb.att != nil {
+				sb.att.Close()
+			}
+			e.discard(context.WithoutCancel(ctx), sb.containerID)
+			return fail(err)
+		}
+	}
 	if sb.att != nil {
 		e.feed(sb.att, stdin)
 	}
@@ -305,7 +320,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 		}
 	}
 	locked = false
-	e.watch(j, unlock)
+	e.watch(j, unlock, eg)
 	return j.process(), nil
 }
 

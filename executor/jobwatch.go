@@ -70,10 +70,11 @@ const (
 // copies a job's output, carries out its kill orders and deadlines, and records
 // its end.
 type watcher struct {
-	e    *Executor
-	id   string
-	poke chan struct{} // a kill order was just recorded
-	done chan struct{} // closed when the watcher stops
+	e      *Executor
+	id     string
+	egress *egressRun    // the job's egress, when this process started it
+	poke   chan struct{} // a kill order was just recorded
+	done   chan struct{} // closed when the watcher stops
 
 	mu     sync.Mutex
 	cur    logCursor
@@ -96,8 +97,8 @@ type watcher struct {
 }
 
 // watch starts the watcher of j, which holds the job's lock until it stops.
-func (e *Executor) watch(j *job, unlock func()) {
-	w := &watcher{e: e, id: j.ID, j: j, poke: make(chan struct{}, 1), done: make(chan struct{})}
+func (e *Executor) watch(j *job, unlock func(), eg *egressRun) {
+	w := &watcher{e: e, id: j.ID, j: j, poke: make(chan struct{}, 1), done: make(chan struct{}), egress: eg}
 	e.jobsMu.Lock()
 	if e.closed {
 		e.jobsMu.Unlock()
@@ -142,7 +143,7 @@ func (e *Executor) adopt(j *job) {
 		unlock()
 		return
 	}
-	e.watch(fresh, unlock)
+	e.watch(fresh, unlock, nil) // a job adopted from another process has no relay: its egress ended with it
 }
 
 // changed yields when the job may have changed: at once when this process
@@ -223,6 +224,7 @@ func (w *watcher) run() error {
 		select {
 		case exit := <-exited:
 			if ctx.Err() != nil { // Close cut the wait short
+				w.endEgress()
 				return w.save()
 			}
 			err := exit.Err
@@ -244,6 +246,7 @@ func (w *watcher) run() error {
 			<-followed
 			return w.finish(err)
 		case <-ctx.Done(): // Close: leave the job running for the next process
+			w.endEgress() // its connections end with this process
 			return w.save()
 		case <-w.poke:
 			w.load()
@@ -262,6 +265,18 @@ func (w *watcher) run() error {
 				lastSave = now
 			}
 		}
+	}
+}
+
+// endEgress ends the job's connections and records what they did.
+func (w *watcher) endEgress() {
+	if w.egress == nil {
+		return
+	}
+	entries := w.egress.close()
+	w.egress = nil
+	if _, err := w.e.update(w.id, func(j *job) error { j.Egress = entries; return nil }); err != nil {
+		w.e.cfg.Logger.Warn("record the job's egress", "id", w.id, "err", err)
 	}
 }
 
@@ -554,6 +569,7 @@ func (w *watcher) finish(waitErr error) error {
 			w.exact(rep)
 		}
 	}
+	w.endEgress()
 	if err := w.save(); err != nil {
 		return err
 	}

@@ -182,13 +182,18 @@ func TestEgressRefusals(t *testing.T) {
 	hp := o.port(o.http)
 	e := egressExecutor(t, func(c *executor.EgressConfig) { c.AllowCIDRs = nil })
 	res, err := e.Run(t.Context(), executor.Spec{Timeout: 60,
-		Egress:  []string{fmt.Sprintf("pypi.test:%d", hp), "private.test", "metadata.test", "127.0.0.1"},
-		Command: fmt.Sprintf(`for u in http://pypi.test:%d/ http://private.test/ http://metadata.test/latest/meta-data/ http://127.0.0.1:%d/ http://pypi.test:1/; do wget -q -T 5 -O - $u >/dev/null 2>&1 && echo "reached $u"; done; echo done`, hp, hp)})
-	if err != nil && !strings.Contains(err.Error(), "egress") {
+		Egress:  []string{fmt.Sprintf("pypi.test:%d", hp), "private.test", "metadata.test"},
+		Command: fmt.Sprintf(`for u in http://pypi.test:%d/ http://private.test/ http://metadata.test/latest/meta-data/ http://127.0.0.1:%d/ http://pypi.test:1/; do wget -q -O - $u >/dev/null 2>&1 && echo "reached $u"; done; echo done`, hp, hp)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err == nil && res.Stdout != "done\n" {
+	if res.Stdout != "done\n" {
 		t.Errorf("refused addresses were reached: %q", res.Stdout)
+	}
+	for _, host := range []string{"pypi.test", "private.test", "metadata.test", "127.0.0.1"} {
+		if en, ok := egressEntry(res, host); !ok || en.Decision != "denied" || en.Refused == 0 {
+			t.Errorf("%s: %+v; want a denied entry (egress %+v, stderr %q)", host, en, res.Egress, res.Stderr)
+		}
 	}
 	if o.hits != 0 {
 		t.Errorf("the origin on the loopback got %d requests through the proxy", o.hits)
@@ -220,5 +225,37 @@ func TestEgressGate(t *testing.T) {
 	}
 	if _, err := e.Run(t.Context(), executor.Spec{Command: "true", Egress: []string{"files.pythonhosted.org:443"}}); err != nil {
 		t.Errorf("a host within the bounds: %v", err)
+	}
+}
+
+// TestEgressJob: a background job reaches its hosts too; its record says
+// what its connections did; they end when the job does.
+func TestEgressJob(t *testing.T) {
+	o := startOrigins(t)
+	e := egressExecutor(t, nil)
+	hp := o.port(o.http)
+	ctx := t.Context()
+	p, err := e.Start(ctx, executor.Spec{Egress: []string{fmt.Sprintf("pypi.test:%d", hp)}, Background: true, Timeout: 60,
+		Command: fmt.Sprintf(`wget -q -O - http://pypi.test:%d/job; wget -q -O - http://other.test:%d/ 2>/dev/null || echo refused`, hp, hp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Wait(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Remove(context.WithoutCancel(ctx), p.ID) })
+	logs, err := e.Logs(ctx, p.ID, executor.LogsOptions{Stream: "stdout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || string(logs.Stdout) != fmt.Sprintf("hello from pypi.test:%d over plain http\nrefused\n", hp) {
+		t.Errorf("job: exit %d stdout %q", res.ExitCode, logs.Stdout)
+	}
+	if en, ok := egressEntry(res, "pypi.test"); !ok || en.Decision != "allowed" || en.BytesIn == 0 {
+		t.Errorf("the job's egress: %+v", res.Egress)
+	}
+	if en, ok := egressEntry(res, "other.test"); !ok || en.Decision != "denied" {
+		t.Errorf("the job's egress: %+v", res.Egress)
 	}
 }
