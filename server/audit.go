@@ -61,6 +61,11 @@ type auditEvent struct {
 
 	Node string `json:"node,omitempty"` // a cluster node (node.drain, node.undrain)
 
+	// EgressHosts are the hosts a run may reach (run.start); Egress is what
+	// its proxy decided for each (run.finish).
+	EgressHosts []string               `json:"egress_hosts,omitempty"`
+	Egress      []executor.EgressEntry `json:"egress,omitempty"`
+
 	Remote string `json:"remote,omitempty"`
 	Token  string `json:"token,omitempty"` // a fingerprint, never the token
 }
@@ -128,6 +133,7 @@ func specEvent(event, tenant string, s executor.Spec) auditEvent {
 	return auditEvent{
 		Event: event, Tenant: tenant, Command: s.Command, Argv: s.Argv,
 		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Background: s.Background, Workspace: s.Workspace,
+		EgressHosts: s.Egress,
 	}
 }
 
@@ -145,5 +151,6 @@ func (ev auditEvent) withResult(r executor.Result) auditEvent {
 	if r.Blocked {
 		ev.Decision, ev.Rule, ev.Reason = "blocked", r.BlockRule, r.BlockReason
 	}
+	ev.Egress = r.Egress
 	return ev
 }

@@ -22,6 +22,8 @@ type metrics struct {
 	engineErrors prometheus.Counter
 	authFailures prometheus.Counter
 	requests     *prometheus.CounterVec // route, code
+	egressConns  *prometheus.CounterVec // tenant, decision
+	egressBytes  *prometheus.CounterVec // tenant, direction
 	// heartbeatFailures is registered only on a node of a cluster.
 	heartbeatFailures prometheus.Counter
 }
@@ -183,11 +185,17 @@ func newMetrics() *metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "airlock_http_requests_total", Help: "HTTP requests, by route pattern and status code.",
 		}, []string{"route", "code"}),
+		egressConns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_egress_connections_total", Help: "Connections through the egress proxy of ended runs, by tenant and decision (allowed: made; denied: refused).",
+		}, []string{"tenant", "decision"}),
+		egressBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_egress_bytes_total", Help: "Bytes through the egress proxy of ended runs, by tenant and direction (in: from the host to the run).",
+		}, []string{"tenant", "direction"}),
 		heartbeatFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "airlock_node_heartbeat_failures_total", Help: "This node's heartbeats that failed (the database unreachable, or slow).",
 		}),
 	}
-	m.reg.MustRegister(m.runs, m.duration, m.running, m.refusals, m.engineErrors, m.authFailures, m.requests,
+	m.reg.MustRegister(m.runs, m.duration, m.running, m.refusals, m.engineErrors, m.authFailures, m.requests, m.egressConns, m.egressBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, mode := range []string{"foreground", "background"} {
 		m.running.WithLabelValues(mode) // present at 0 from the start
@@ -203,4 +211,10 @@ func (m *metrics) ended(mode string, r executor.Result) {
 		return
 	}
 	m.duration.WithLabelValues(mode).Observe(float64(r.DurationMS) / 1000)
+	for _, en := range r.Egress {
+		m.egressConns.WithLabelValues(r.Tenant, "allowed").Add(float64(en.Connections))
+		m.egressConns.WithLabelValues(r.Tenant, "denied").Add(float64(en.Refused))
+		m.egressBytes.WithLabelValues(r.Tenant, "in").Add(float64(en.BytesIn))
+		m.egressBytes.WithLabelValues(r.Tenant, "out").Add(float64(en.BytesOut))
+	}
 }
