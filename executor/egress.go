@@ -66,6 +66,13 @@ func (c *Config) normalizeEgress(patterns []string, caller Caller) ([]string, er
 	return out, nil
 }
 
+// CheckEgress reports whether a caller's egress bounds lie within c's, so a
+// server refuses a tenant's configuration at start, not at its first run.
+func (c *Config) CheckEgress(caller Caller) error {
+	_, err := c.normalizeEgress(nil, caller)
+	return err
+}
+
 // egressRun is a run's egress: its proxy session and the relay feeding it.
 type egressRun struct {
 	sess *egress.Session

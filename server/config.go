@@ -407,12 +407,18 @@ func (c *Config) validate() error {
 		}
 		seen[t.Token] = true
 	}
-	if _, err := c.ExecutorConfig(); err != nil {
+	ec, err := c.ExecutorConfig()
+	if err != nil {
 		return err
 	}
 	check := func(name string, t Tenant) error {
 		if t.MaxConcurrent < 0 || t.MaxQueued < 0 || t.MaxMemory < 0 || t.MaxTimeout < 0 || t.MaxWorkspaces < 0 || t.MaxWorkspaceBytes < 0 {
 			return fmt.Errorf("%s: limits must not be negative", name)
+		}
+		if t.Egress != nil {
+			if err := ec.CheckEgress(executor.Caller{EgressAllowed: t.Egress.Allowed, EgressDefault: t.Egress.Default}); err != nil {
+				return fmt.Errorf("%s.egress: %w", name, err)
+			}
 		}
 		if t.Policy != nil {
 			if _, err := policy.New(*t.Policy); err != nil {

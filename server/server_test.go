@@ -66,19 +66,21 @@ const (
 
 func newHarness(t *testing.T, configure func(*Config)) *harness {
 	t.Helper()
-	return startHarness(t, configure, nil)
+	return startHarness(t, configure, nil, nil)
 }
 
 // newFakeHarness is a harness over the fake engine: the Service's own logic,
 // in milliseconds and without Docker.
 func newFakeHarness(t *testing.T, f *enginefake.Engine, configure func(*Config)) *harness {
 	t.Helper()
-	return startHarness(t, configure, f)
+	return startHarness(t, configure, f, nil)
 }
 
 // startHarness starts a Service on the real engine, or on fake when it is set
 // (and then with the engine's init: the fake runs no init).
-func startHarness(t *testing.T, configure func(*Config), fake *enginefake.Engine) *harness {
+// executorTweak, when set, changes the executor's side of the configuration
+// beyond what a server's Config says (a resolver for the egress proxy).
+func startHarness(t *testing.T, configure func(*Config), fake *enginefake.Engine, executorTweak func(*executor.Config)) *harness {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
@@ -97,6 +99,9 @@ func startHarness(t *testing.T, configure func(*Config), fake *enginefake.Engine
 		t.Fatal(err)
 	}
 	ec.Logger = log
+	if executorTweak != nil {
+		executorTweak(&ec)
+	}
 	opts := []executor.Option{executor.WithConfig(ec)}
 	if fake != nil {
 		ec.InitPath = executor.EngineInit
