@@ -44,13 +44,8 @@ SPEC_FIELDS: Dict[str, str] = {
     "pids": "integer", "tmpfs_size": "integer", "network": "string", "runtime": "string",
     "background": "boolean", "max_output": "integer", "tail_lines": "integer", "labels": "object",
     "workspace": "string", "report": "string", "queue_timeout": "number", "retry": "integer",
+    "egress": "array",
 }
-
-# Request fields the client sends only when given, for servers that have them:
-# egress (the hosts a run may reach) is not in the API yet; a server without it
-# refuses the field (SpecError naming "egress"). The contract test checks their
-# type when the server's document has them.
-PLANNED_SPEC_FIELDS: Dict[str, str] = {"egress": "array"}
 
 # Every route the client calls: (method, OpenAPI path). The contract test checks each.
 ROUTES: List[Tuple[str, str]] = [
@@ -208,8 +203,9 @@ class Client:
         check=True: then anything but success raises CommandFailed carrying
         the Result. A command the policy refuses is a Result with blocked=True
         (exit 126) and nothing ran. timeout is the run's, in seconds; sizes
-        take bytes or docker's units ("512m"). egress needs a server that has
-        it (not in the API yet): others refuse it with a SpecError.
+        take bytes or docker's units ("512m"). egress names the hosts the run
+        may reach ("pypi.org", "*.pythonhosted.org", "github.com:443"); one
+        outside the server's bounds is a SpecError naming it.
         request_timeout overrides the client-side deadline, which is otherwise
         the client's timeout plus the run's timeout and queue_timeout (the
         server's defaults, 60 s and 30 s, when not given)."""

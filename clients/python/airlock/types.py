@@ -75,6 +75,22 @@ class TestReport:
 
 
 @dataclass
+class EgressEntry:
+    """EgressEntry is what a run's proxy did for one host and port it asked for
+    (run(egress=[...])): allowed or denied, why, connections and bytes."""
+
+    API_SCHEMA: ClassVar[str] = "EgressEntry"
+    host: str = ""
+    port: int = 0
+    decision: str = ""
+    reason: str = ""
+    connections: int = 0
+    refused: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+
+@dataclass
 class Result:
     """Result is the outcome of one run, every field of the API's Result. A
     command that fails is a Result, not an error: look at state, exit_code,
@@ -111,6 +127,7 @@ class Result:
     tenant: str = ""
     workspace: str = ""
     tests: Optional[TestReport] = None
+    egress: List[EgressEntry] = field(default_factory=list)
     node: str = ""
 
     @property
@@ -282,7 +299,7 @@ class FileList:
 
 
 # The dataclasses that mirror a schema of the API, for the contract test.
-API_TYPES = (ResourceUsage, TestFailure, InvalidReport, TestReport, Result, Process, KillResult,
+API_TYPES = (ResourceUsage, TestFailure, InvalidReport, TestReport, EgressEntry, Result, Process, KillResult,
              Decision, Chunk, LogsEnd, LogsPage, WorkspaceInfo, FileInfo, FileList)
 
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
