@@ -65,6 +65,19 @@ func startOrigins(t *testing.T) *origins {
 	})
 	o.http = httptest.NewServer(handler)
 	t.Cleanup(o.http.Close)
+	cert, ca := testCert(t)
+	o.https = httptest.NewUnstartedServer(handler)
+	o.https.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	o.https.StartTLS()
+	t.Cleanup(o.https.Close)
+	o.ca = ca
+	return o
+}
+
+// testCert is a certificate for the test's names, and the PEM of the
+// authority that signed it, which the sandbox is given to trust.
+func testCert(t *testing.T) (tls.Certificate, string) {
+	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "airlock test CA"}, IsCA: true,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true,
@@ -75,19 +88,14 @@ func startOrigins(t *testing.T) *origins {
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pypi.test"}, DNSNames: []string{"pypi.test", "files.pypi.test"},
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pypi.test"}, DNSNames: []string{"pypi.test", "files.pypi.test", "git.test"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.https = httptest.NewUnstartedServer(handler)
-	o.https.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}
-	o.https.StartTLS()
-	t.Cleanup(o.https.Close)
-	o.ca = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
-	return o
+	return tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
 }
 
 // egressExecutor is an executor whose proxy resolves the test's names, with
@@ -98,7 +106,7 @@ func egressExecutor(t *testing.T, configure func(*executor.EgressConfig)) *execu
 	cfg.DataDir = t.TempDir()
 	cfg.Egress.Resolver = names{
 		"pypi.test": netip.MustParseAddr("127.0.0.1"), "files.pypi.test": netip.MustParseAddr("127.0.0.1"),
-		"other.test": netip.MustParseAddr("127.0.0.1"), "private.test": netip.MustParseAddr("10.1.2.3"),
+		"other.test": netip.MustParseAddr("127.0.0.1"), "git.test": netip.MustParseAddr("127.0.0.1"), "private.test": netip.MustParseAddr("10.1.2.3"),
 		"metadata.test": netip.MustParseAddr("169.254.169.254"),
 	}
 	cfg.Egress.AllowCIDRs = []string{"127.0.0.0/8"}
