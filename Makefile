@@ -18,8 +18,8 @@ CMD     ?= echo "hello from airlock"; id; cat /etc/os-release 2>/dev/null || una
 PROBE   := bin/airlock-probe
 
 # The integration tests that run again with the pool off (integration/run_test.go,
-# background_test.go, jobinit_test.go, initsignals_test.go, hostile_test.go).
-POOL_OFF_TESTS := ^Test(ExitCodes|ResultProvenance|Timeout|SIGTERM|MemoryBalloon|InstantBalloons|ChildOOM|ForkBomb|TmpfsFill|RootfsIsReadOnly|NetworkEgress|SandboxControls|StdoutFlood|OutputCaps|StderrSeparate|BinaryOutput|StdinFed|NoStdin|BackgroundChildren|RunsDoNotShare|EnvDoesNotLeak|ConcurrentRuns|ResourceUsage|CallerCancel|Background|Job|InitReport|InitSurvives|InitOOMScore|Hostile)
+# background_test.go, jobinit_test.go, initsignals_test.go, egress*_test.go, hostile_test.go).
+POOL_OFF_TESTS := ^Test(ExitCodes|ResultProvenance|Timeout|SIGTERM|MemoryBalloon|InstantBalloons|ChildOOM|ForkBomb|TmpfsFill|RootfsIsReadOnly|NetworkEgress|SandboxControls|StdoutFlood|OutputCaps|StderrSeparate|BinaryOutput|StdinFed|NoStdin|BackgroundChildren|RunsDoNotShare|EnvDoesNotLeak|ConcurrentRuns|ResourceUsage|CallerCancel|Background|Job|InitReport|InitSurvives|InitOOMScore|Egress|Hostile)
 LISTEN  ?= 127.0.0.1:8080
 
 # The server image (Dockerfile) packs bin/airlock and a copy of the host's static

@@ -46,6 +46,7 @@ type origins struct {
 	ca          string
 	mu          sync.Mutex
 	hits        int
+	gone        []time.Time // when the clients of /hang went
 }
 
 func (o *origins) port(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
@@ -57,8 +58,19 @@ func startOrigins(t *testing.T) *origins {
 		o.mu.Lock()
 		o.hits++
 		o.mu.Unlock()
-		if r.URL.Path == "/big" {
+		switch r.URL.Path {
+		case "/big":
 			w.Write(make([]byte, 8<<20))
+			return
+		case "/slow": // answers after a while
+			time.Sleep(3 * time.Second)
+		case "/hang": // answers never; says when its client went
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			o.mu.Lock()
+			o.gone = append(o.gone, time.Now())
+			o.mu.Unlock()
 			return
 		}
 		fmt.Fprintf(w, "hello from %s over %s\n", r.Host, map[bool]string{true: "tls", false: "plain http"}[r.TLS != nil])
@@ -266,4 +278,98 @@ func TestEgressJob(t *testing.T) {
 	if en, ok := egressEntry(res, "other.test"); !ok || en.Decision != "denied" {
 		t.Errorf("the job's egress: %+v", res.Egress)
 	}
+}
+
+// TestEgressCaps: a download past the run's byte cap is cut and reported; a
+// flood of connections stops at the connection cap; every connection dies
+// when its run ends, times out or is killed; runs with different lists never
+// use each other's.
+func TestEgressCaps(t *testing.T) {
+	o := startOrigins(t)
+	hp := o.port(o.http)
+	allow := []string{fmt.Sprintf("pypi.test:%d", hp)}
+	e := egressExecutor(t, func(c *executor.EgressConfig) { c.MaxBytesIn, c.MaxConns = 1<<20, 3 })
+	ctx := t.Context()
+
+	res, err := e.Run(ctx, executor.Spec{Egress: allow, Timeout: 60,
+		Command: fmt.Sprintf(`wget -q -O - http://pypi.test:%d/big | wc -c`, hp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, _ := egressEntry(res, "pypi.test")
+	got := strings.TrimSpace(res.Stdout)
+	if en.BytesIn > 1<<20 || got == "8388608" || !strings.Contains(en.Reason, "cap") && !strings.Contains(en.Reason, "bytes") {
+		t.Errorf("a download past the cap: %s bytes arrived, entry %+v", got, en)
+	}
+
+	res, err = e.Run(ctx, executor.Spec{Egress: allow, Timeout: 60,
+		Command: fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8; do wget -q -O /dev/null http://pypi.test:%d/slow 2>/dev/null & done; wait`, hp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en, _ := egressEntry(res, "pypi.test"); en.Connections > 3 || en.Connections == 0 || en.Refused < 5 {
+		t.Errorf("eight connections at once with a cap of three: %+v", en)
+	}
+
+	// The end of a run, its timeout and a kill end its connections at once.
+	hang := fmt.Sprintf(`wget -q -O /dev/null http://pypi.test:%d/hang`, hp)
+	for _, c := range []struct {
+		name string
+		spec executor.Spec
+	}{
+		{"end", executor.Spec{Egress: allow, Timeout: 30, Command: hang + " & sleep 1; exit 0"}},
+		{"timeout", executor.Spec{Egress: allow, Timeout: 2, Command: hang}},
+	} {
+		o.mu.Lock()
+		before := len(o.gone)
+		o.mu.Unlock()
+		if _, err := e.Run(ctx, c.spec); err != nil {
+			t.Fatal(err)
+		}
+		ended := time.Now()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			o.mu.Lock()
+			n := len(o.gone)
+			o.mu.Unlock()
+			if n > before {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: the run's connection outlived it by 5 s", c.name)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("%s: the connection ended %v after the run", c.name, time.Since(ended).Round(time.Millisecond))
+	}
+
+	// Twenty runs at once, each allowed its own name only: each reaches its
+	// own and is refused the next one's.
+	many := names{}
+	for i := range 20 {
+		many[fmt.Sprintf("h%d.test", i)] = netip.MustParseAddr("127.0.0.1")
+	}
+	iso := egressExecutor(t, func(c *executor.EgressConfig) { c.Resolver = many })
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own, next := fmt.Sprintf("h%d.test", i), fmt.Sprintf("h%d.test", (i+1)%20)
+			res, err := iso.Run(ctx, executor.Spec{Egress: []string{fmt.Sprintf("%s:%d", own, hp)}, Timeout: 60,
+				Command: fmt.Sprintf(`wget -q -O - http://%s:%d/; wget -q -O - http://%s:%d/ 2>/dev/null || echo refused`, own, hp, next, hp)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			want := fmt.Sprintf("hello from %s:%d over plain http\nrefused\n", own, hp)
+			a, _ := egressEntry(res, own)
+			b, _ := egressEntry(res, next)
+			if res.Stdout != want || a.Decision != "allowed" || b.Decision != "denied" || len(res.Egress) != 2 {
+				t.Errorf("run %d: stdout %q egress %+v", i, res.Stdout, res.Egress)
+			}
+		}()
+	}
+	wg.Wait()
 }
