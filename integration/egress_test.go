@@ -114,8 +114,14 @@ func testCert(t *testing.T) (tls.Certificate, string) {
 // the loopback opened for the test's origins only.
 func egressExecutor(t *testing.T, configure func(*executor.EgressConfig)) *executor.Executor {
 	t.Helper()
+	return egressExecutorIn(t, t.TempDir(), configure)
+}
+
+// egressExecutorIn is egressExecutor on the data dir dir.
+func egressExecutorIn(t *testing.T, dir string, configure func(*executor.EgressConfig)) *executor.Executor {
+	t.Helper()
 	cfg := executor.DefaultConfig()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = dir
 	cfg.Egress.Resolver = names{
 		"pypi.test": netip.MustParseAddr("127.0.0.1"), "files.pypi.test": netip.MustParseAddr("127.0.0.1"),
 		"other.test": netip.MustParseAddr("127.0.0.1"), "git.test": netip.MustParseAddr("127.0.0.1"), "private.test": netip.MustParseAddr("10.1.2.3"),
@@ -372,4 +378,60 @@ func TestEgressCaps(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestEgressJobAcrossRestart: a job's connections end when its airlock
+// process stops (as a server's restart stops it); the job goes on, the next
+// process adopts it, and it ends with the entries of its connections so far.
+func TestEgressJobAcrossRestart(t *testing.T) {
+	o := startOrigins(t)
+	hp := o.port(o.http)
+	dir := t.TempDir()
+	first := egressExecutorIn(t, dir, nil)
+	ctx := t.Context()
+	p, err := first.Start(ctx, executor.Spec{Egress: []string{fmt.Sprintf("pypi.test:%d", hp)}, Background: true, Timeout: 60,
+		Command: fmt.Sprintf(`wget -q -O /dev/null http://pypi.test:%d/hang; echo "wget ended $?"; sleep 2; echo after`, hp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o.mu.Lock()
+		hits := o.hits
+		o.mu.Unlock()
+		if hits > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job's request never reached the origin")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first.Close()
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		o.mu.Lock()
+		n := len(o.gone)
+		o.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job's connection outlived its airlock process")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	next := egressExecutorIn(t, dir, nil)
+	res, err := next.Wait(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Remove(context.WithoutCancel(ctx), p.ID) })
+	logs, _ := next.Logs(ctx, p.ID, executor.LogsOptions{Stream: "stdout"})
+	if res.ExitCode != 0 || !strings.HasSuffix(string(logs.Stdout), "after\n") || !strings.HasPrefix(string(logs.Stdout), "wget ended ") {
+		t.Errorf("the adopted job: exit %d stdout %q", res.ExitCode, logs.Stdout)
+	}
+	if en, ok := egressEntry(res, "pypi.test"); !ok || en.Connections != 1 {
+		t.Errorf("the job's egress across the restart: %+v", res.Egress)
+	}
 }
