@@ -49,6 +49,21 @@ type origins struct {
 	gone        []time.Time // when the clients of /hang went
 }
 
+// await reports whether cond, read under the origins' lock, came true within d.
+func (o *origins) await(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		o.mu.Lock()
+		ok := cond()
+		o.mu.Unlock()
+		if ok {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 func (o *origins) port(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
 
 func startOrigins(t *testing.T) *origins {
@@ -333,19 +348,8 @@ func TestEgressCaps(t *testing.T) {
 			t.Fatal(err)
 		}
 		ended := time.Now()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			o.mu.Lock()
-			n := len(o.gone)
-			o.mu.Unlock()
-			if n > before {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%s: the run's connection outlived it by 5 s", c.name)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !o.await(5*time.Second, func() bool { return len(o.gone) > before }) {
+			t.Errorf("%s: the run's connection outlived it by 5 s", c.name)
 		}
 		t.Logf("%s: the connection ended %v after the run", c.name, time.Since(ended).Round(time.Millisecond))
 	}
@@ -394,32 +398,12 @@ func TestEgressJobAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		o.mu.Lock()
-		hits := o.hits
-		o.mu.Unlock()
-		if hits > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job's request never reached the origin")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !o.await(10*time.Second, func() bool { return o.hits > 0 }) {
+		t.Fatal("the job's request never reached the origin")
 	}
 	first.Close()
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		o.mu.Lock()
-		n := len(o.gone)
-		o.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job's connection outlived its airlock process")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !o.await(5*time.Second, func() bool { return len(o.gone) > 0 }) {
+		t.Fatal("the job's connection outlived its airlock process")
 	}
 	next := egressExecutorIn(t, dir, nil)
 	res, err := next.Wait(ctx, p.ID)
