@@ -173,7 +173,7 @@ func (d *dockerEngine) Create(ctx context.Context, p containerPlan) (string, err
 		Init:         &init,
 		Runtime:      p.Runtime,
 		CapDrop:      []string{"ALL"},
-		SecurityOpt:  []string{"no-new-privileges", "seccomp=" + seccompProfile()},
+		SecurityOpt:  []string{"no-new-privileges", "seccomp=" + seccompProfileFor(p.Runtime)},
 		MaskedPaths:  maskedPaths,
 		LogConfig:    logConfig(p.LogCap),
 		Mounts:       planMounts(p),

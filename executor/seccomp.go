@@ -23,8 +23,35 @@ import (
 // nodes. Under runc the missing CAP_MKNOD already refuses devices; gVisor (runsc)
 // does not check that capability and ignores nodev, so without this rule a sandbox
 // there could make and use device nodes. mkfifo keeps working everywhere.
-var seccompProfile = sync.OnceValue(func() string {
+var seccompProfile = sync.OnceValue(func() string { return buildSeccompProfile(false) })
+
+// seccompProfileGVisor is seccompProfile for runsc, but that clone3 is
+// allowed. The engine's default answers clone3 with ENOSYS, so that glibc
+// falls back to clone; gVisor (20221219) applies the profile itself and answers
+// every refused call with EPERM instead, so no glibc program could start a
+// thread there (pip, git, Python's threading: google/gvisor#14688). Under
+// gVisor, clone3 reaches gVisor's own kernel, which either lacks it (ENOSYS,
+// the fall-back) or creates a thread or process in the sandbox; namespaces
+// still need capabilities the sandbox does not have.
+var seccompProfileGVisor = sync.OnceValue(func() string { return buildSeccompProfile(true) })
+
+// seccompProfileFor is the profile of a sandbox under runtime.
+func seccompProfileFor(runtime string) string {
+	if runtime == "runsc" {
+		return seccompProfileGVisor()
+	}
+	return seccompProfile()
+}
+
+func buildSeccompProfile(allowClone3 bool) string {
 	p := seccomp.DefaultProfile()
+	if allowClone3 {
+		for _, sc := range p.Syscalls {
+			if slices.Equal(sc.Names, []string{"clone3"}) && sc.Action == specs.ActErrno {
+				sc.Action, sc.ErrnoRet = specs.ActAllow, nil
+			}
+		}
+	}
 	for i := range p.Syscalls {
 		p.Syscalls[i].Names = slices.DeleteFunc(p.Syscalls[i].Names, func(name string) bool {
 			return strings.HasPrefix(name, "io_uring") ||
@@ -42,7 +69,7 @@ var seccompProfile = sync.OnceValue(func() string {
 		panic("marshal seccomp profile: " + err.Error())
 	}
 	return string(b)
-})
+}
 
 // Linux file types in a mode (include/uapi/linux/stat.h).
 const (

@@ -51,19 +51,6 @@ func egressEntryAt(res executor.Result, host string, port int) (executor.EgressE
 	return executor.EgressEntry{}, false
 }
 
-// skipThreadsUnderRunsc skips, under gVisor, a client that starts threads.
-// runsc's OCI seccomp answers every refused syscall with EPERM, and so
-// clone3 with EPERM where the profile says ENOSYS: glibc then does not fall
-// back to clone, and no thread starts (git's fetch, pip's progress bar,
-// curl's resolver). That is the runtime's, not egress's; the clients' use
-// of the proxy is the same under both.
-func skipThreadsUnderRunsc(t *testing.T, rt, client string) {
-	t.Helper()
-	if rt == "runsc" {
-		t.Skipf("%s starts threads, which gVisor's seccomp (runsc --oci-seccomp) refuses: it returns EPERM for clone3, not the profile's ENOSYS", client)
-	}
-}
-
 // serveTLS serves h over HTTPS on the host's loopback, with testCert's
 // certificate, and returns its port and the authority's PEM.
 func serveTLS(t *testing.T, h http.Handler) (int, string) {
@@ -129,9 +116,7 @@ curl -sS -k https://127.0.0.1:%[1]d/x; echo "exit $?"`, sp),
 		res := runWith(t, e, spec)
 		// 6: could not resolve the host; 7: could not connect (NO_PROXY
 		// names the loopback, so curl goes direct, to the sandbox's own).
-		// Under runsc curl's resolver thread does not start, so the lookup
-		// is not even made (skipThreadsUnderRunsc); it fails all the same.
-		if res.Stdout != "exit 6\nexit 7\n" || rt == "runc" && !strings.Contains(res.Stderr, "Could not resolve host: pypi.test") {
+		if res.Stdout != "exit 6\nexit 7\n" || !strings.Contains(res.Stderr, "Could not resolve host: pypi.test") {
 			t.Errorf("stdout %q stderr %q; want curl to fail to resolve, then to connect", res.Stdout, res.Stderr)
 		}
 		o.mu.Lock()
@@ -217,7 +202,6 @@ func TestEgressPip(t *testing.T) {
 	e := egressExecutor(t, nil)
 	index := fmt.Sprintf("https://pypi.test:%d/simple/", port)
 	eachRuntime(t, func(t *testing.T, rt string) {
-		skipThreadsUnderRunsc(t, rt, "pip")
 		mu.Lock()
 		clear(got)
 		mu.Unlock()
@@ -287,7 +271,6 @@ func TestEgressGitClone(t *testing.T) {
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"}})
 	e := egressExecutor(t, nil)
 	eachRuntime(t, func(t *testing.T, rt string) {
-		skipThreadsUnderRunsc(t, rt, "git")
 		spec := clientsSpec(ca, fmt.Sprintf(
 			`GIT_SSL_CAINFO=/tmp/ca.pem git clone -q https://git.test:%d/repo.git /tmp/repo && cat /tmp/repo/README && git -C /tmp/repo log --format=%%s`, port),
 			fmt.Sprintf("git.test:%d", port))

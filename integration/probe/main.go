@@ -175,6 +175,12 @@ var checks = []check{
 	{"unshare-user", func() error { return unix.Unshare(unix.CLONE_NEWUSER) }},
 	{"unshare-mount", func() error { return unix.Unshare(unix.CLONE_NEWNS) }},
 	{"unshare-net", func() error { return unix.Unshare(unix.CLONE_NEWNET) }},
+	// clone3 is allowed under gVisor (its seccomp would turn the profile's
+	// ENOSYS into EPERM, and no thread could start): a new namespace through
+	// it must still be refused.
+	{"clone3-newuser", func() error { return clone3(unix.CLONE_NEWUSER) }},
+	{"clone3-newns", func() error { return clone3(unix.CLONE_NEWNS) }},
+	{"clone3-newnet", func() error { return clone3(unix.CLONE_NEWNET) }},
 	{"setns-pid1-mnt", setnsPID1},
 	{"pivot_root", func() error { return unix.PivotRoot(mkdir("/tmp/probe-root"), mkdir("/tmp/probe-root/old")) }},
 	{"chroot", func() error { return unix.Chroot("/tmp") }},
@@ -234,6 +240,24 @@ func socket(domain, typ, proto int) error {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// clone3 forks with flags through clone3(2); a child that comes to be exits
+// at once, and the fork counts as opened.
+func clone3(flags uint64) error {
+	args := struct {
+		flags, pidfd, childTID, parentTID, exitSignal, stack, stackSize, tls, setTID, setTIDSize, cgroup uint64
+	}{flags: flags, exitSignal: uint64(unix.SIGCHLD)}
+	pid, _, errno := unix.RawSyscall(unix.SYS_CLONE3, uintptr(unsafe.Pointer(&args)), unsafe.Sizeof(args), 0)
+	if errno != 0 {
+		return errno
+	}
+	if pid == 0 { // the child, in the new namespace
+		unix.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+	}
+	var ws unix.WaitStatus
+	unix.Wait4(int(pid), &ws, 0, nil)
+	return opened("made process %d in a new namespace", int(pid))
+}
 
 func errnoOf(r1, _ uintptr, errno unix.Errno) error {
 	if errno != 0 {
