@@ -180,3 +180,27 @@ func TestSeccompSocketcallCannotReachVsock(t *testing.T) {
 		}
 	}
 }
+
+// Under gVisor clone3 is allowed (gVisor answers the errno rule with EPERM,
+// and glibc could start no thread); under runc it stays ENOSYS, so that glibc
+// falls back to clone, whose flags the profile can see.
+func TestSeccompClone3ByRuntime(t *testing.T) {
+	clone3 := func(profile string) string {
+		var p seccomp.Seccomp
+		if err := json.Unmarshal([]byte(profile), &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Syscalls {
+			if slices.Equal(ruleNames(s), []string{"clone3"}) {
+				return string(s.Action)
+			}
+		}
+		return ""
+	}
+	if got := clone3(seccompProfileFor("runc")); got != "SCMP_ACT_ERRNO" {
+		t.Errorf("runc's clone3 rule: %q, want SCMP_ACT_ERRNO", got)
+	}
+	if got := clone3(seccompProfileFor("runsc")); got != "SCMP_ACT_ALLOW" {
+		t.Errorf("runsc's clone3 rule: %q, want SCMP_ACT_ALLOW", got)
+	}
+}
