@@ -332,20 +332,30 @@ func TestEgressCaps(t *testing.T) {
 		t.Errorf("eight connections at once with a cap of three: %+v", en)
 	}
 
-	// The end of a run, its timeout and a kill end its connections at once.
+	// The end of a run, its timeout and its kill (the caller gone) end its
+	// connections at once.
 	hang := fmt.Sprintf(`wget -q -O /dev/null http://pypi.test:%d/hang`, hp)
 	for _, c := range []struct {
-		name string
-		spec executor.Spec
+		name   string
+		spec   executor.Spec
+		cancel time.Duration
 	}{
-		{"end", executor.Spec{Egress: allow, Timeout: 30, Command: hang + " & sleep 1; exit 0"}},
-		{"timeout", executor.Spec{Egress: allow, Timeout: 2, Command: hang}},
+		{"end", executor.Spec{Egress: allow, Timeout: 30, Command: hang + " & sleep 1; exit 0"}, 0},
+		{"timeout", executor.Spec{Egress: allow, Timeout: 2, Command: hang}, 0},
+		{"kill", executor.Spec{Egress: allow, Timeout: 30, Command: hang}, 2 * time.Second},
 	} {
 		o.mu.Lock()
 		before := len(o.gone)
 		o.mu.Unlock()
-		if _, err := e.Run(ctx, c.spec); err != nil {
-			t.Fatal(err)
+		runCtx := ctx
+		if c.cancel > 0 {
+			var cancel context.CancelFunc
+			runCtx, cancel = context.WithTimeout(ctx, c.cancel)
+			defer cancel()
+		}
+		// A run its caller gave up on is killed, and says so with ctx's error.
+		if res, err := e.Run(runCtx, c.spec); c.cancel == 0 && err != nil || c.cancel > 0 && res.State != executor.StateKilled {
+			t.Fatalf("%s: %v, state %s", c.name, err, res.State)
 		}
 		ended := time.Now()
 		if !o.await(5*time.Second, func() bool { return len(o.gone) > before }) {
