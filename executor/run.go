@@ -118,10 +118,16 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	if len(s.Egress) > 0 {
 		// The relay listens before the command starts: the request goes to
 		// the init only after it.
-		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress); err != nil {
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress, sb.relay); err != nil {
 			return failedResult(res, err)
 		}
+	} else if sb.relay != nil {
+		// A warm sandbox's relay, for a run that may reach nothing: cut
+		// before the command starts, so nothing it sends reaches airlock.
+		sb.relay.cut()
+		go sb.relay.close()
 	}
+	sb.relay = nil // its session closes it; it serves no other run
 	res, err = e.supervise(ctx, sb, s, res, o)
 	if eg != nil {
 		res.Egress = eg.close() // the run has ended: so does every connection
@@ -141,6 +147,7 @@ type sandbox struct {
 	dir         string
 	autoRemove  bool // the engine removes it when it stops (a warm sandbox)
 	att         *attachment
+	relay       *relayExec    // started by the pool (EgressConfig.WarmRelay), for the run that claims it
 	exited      chan struct{} // closed when the container has stopped
 	exit        containerExit // set before exited is closed
 }
