@@ -111,8 +111,8 @@ type EgressConfig struct {
 	// WarmRelay starts the relay in every warm sandbox of the pool when it
 	// starts, so that a pooled run with Egress does not wait for the relay's
 	// exec (about 50 ms). The relay holds no rules: the claiming run's
-	// session serves it, and a run without Egress cuts it before its
-	// command starts. It costs each warm sandbox one process and one exec
+	// session serves it, and for a run without Egress airlock closes every
+	// connection it carries. It costs each warm sandbox one process and one exec
 	// stream held open, and each start one exec.
 	WarmRelay bool
 }

@@ -15,10 +15,11 @@ import (
 // A run that names hosts (Spec.Egress) reaches them through a proxy inside
 // airlock, never through an engine network: the sandbox keeps its own
 // loopback only. Once its container has started, airlock execs the relay in
-// it (airlock's init, as the run's user; with EgressConfig.WarmRelay the pool
-// does so for each warm sandbox ahead of its claim, and a run without Egress
-// cuts it), which listens on the loopback and carries each connection over the exec's stdio to the run's egress session
-// (internal/relay, internal/egress). The sandbox's environment names the
+// it (airlock's init, as the run's user), which listens on the loopback and
+// carries each connection over the exec's stdio to the run's egress session
+// (internal/relay, internal/egress). With EgressConfig.WarmRelay the pool
+// starts the relay with each warm sandbox instead, ahead of its claim; for a
+// run without Egress airlock closes every connection it carries. The sandbox's environment names the
 // relay as its proxy. docs/DESIGN.md, "Network by allow-list".
 
 // normalizeEgress checks a Spec's Egress within the operator's and the
@@ -113,6 +114,19 @@ func (x *relayExec) cut() {
 	x.stop()
 }
 
+// refuse closes every connection the relay carries, at once, until cut.
+func (x *relayExec) refuse() {
+	go func() {
+		for {
+			conn, err := x.host.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+}
+
 // close cuts the relay and waits for its exec to end.
 func (x *relayExec) close() {
 	x.cut()
@@ -170,7 +184,7 @@ func (r *egressRun) close() []api.EgressEntry {
 	r.relay.cut()
 	r.sess.Close()
 	r.stop()
-	r.relay.close()
+	go r.relay.close() // the exec's end is the engine's work, off the run's path
 	var out []api.EgressEntry
 	for _, en := range r.sess.Report() {
 		out = append(out, api.EgressEntry{Host: en.Host, Port: int(en.Port), Decision: string(en.Decision), Reason: en.Reason,

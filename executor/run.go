@@ -121,16 +121,22 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress, sb.relay); err != nil {
 			return failedResult(res, err)
 		}
-	} else if sb.relay != nil {
-		// A warm sandbox's relay, for a run that may reach nothing: cut
-		// before the command starts, so nothing it sends reaches airlock.
-		sb.relay.cut()
-		go sb.relay.close()
 	}
-	sb.relay = nil // its session closes it; it serves no other run
+	refused := sb.relay
+	if eg == nil && refused != nil {
+		// A warm sandbox's relay, for a run that may reach nothing: every
+		// connection it carries is closed at once. It ends with the run:
+		// ending it now would have the engine tear its exec down beside
+		// the command.
+		refused.refuse()
+	}
+	sb.relay = nil // it serves no other run
 	res, err = e.supervise(ctx, sb, s, res, o)
 	if eg != nil {
 		res.Egress = eg.close() // the run has ended: so does every connection
+	} else if refused != nil {
+		refused.cut()
+		go refused.close()
 	}
 	if err == nil && s.Report != "" {
 		res.Tests = e.testReport(context.WithoutCancel(ctx), s, a.caller)
