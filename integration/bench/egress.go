@@ -110,6 +110,7 @@ func (o *origin) last() (time.Duration, error) {
 	return 0, fmt.Errorf("the origin sent no 100 MB")
 }
 
+// port is the loopback port s listens on.
 func port(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
 
 // selfSigned is a certificate for name, signed by itself; the clients do
@@ -211,7 +212,7 @@ func (b *bench) egress(ctx context.Context, w *tabwriter.Writer) error {
 	return b.egressPooled(ctx, w, ex, warmRelay, allow)
 }
 
-// run runs spec on ex and fails unless it exited 0.
+// runOK runs s on ex and fails unless it exited 0.
 func (b *bench) runOK(ctx context.Context, ex *executor.Executor, s executor.Spec) (executor.Result, error) {
 	res, err := ex.Run(ctx, s)
 	if res.ContainerID != "" {
