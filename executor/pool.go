@@ -463,7 +463,7 @@ func (p *pool) start(key PoolKey) (*sandbox, error) {
 	sb.init, sb.autoRemove = true, true
 	if e.cfg.Egress.WarmRelay {
 		// The relay listens ahead of the claim; the claiming run's session
-		// serves it, or the run cuts it (Execute).
+		// serves it, or airlock refuses its connections (Execute).
 		if sb.relay, err = e.execRelay(ctx, sb.containerID, key.User); err != nil {
 			sb.att.Close()
 			e.discard(context.Background(), sb.containerID)
