@@ -77,8 +77,9 @@ test: images ## vet, then unit and integration tests against the real engine, un
 test-python: images ## the Python client's tests (clients/python, python3 and its standard library) against a real airlock serve they start
 	cd clients/python && AIRLOCK_BIN=$(CURDIR)/$(BIN) python3 -m tests
 
-bench: images ## policy check speed; run latency and throughput against docker run --rm and the bare API; the warm pool; workspaces
+bench: images ## policy check speed; the egress proxy; run latency and throughput against docker run --rm and the bare API; the warm pool; workspaces; network by allow-list
 	$(GO) test -run '^$$' -bench . -benchmem ./policy/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/egress/
 	AIRLOCK_INIT=$(CURDIR)/bin/airlock-init $(GO) run ./integration/bench
 
 run: images ## serve the HTTP API and MCP on 127.0.0.1:8080 (LISTEN=...), default data dir; Ctrl-C stops it

@@ -17,7 +17,9 @@ import (
 // loopback only. Once its container has started, airlock execs the relay in
 // it (airlock's init, as the run's user), which listens on the loopback and
 // carries each connection over the exec's stdio to the run's egress session
-// (internal/relay, internal/egress). The sandbox's environment names the
+// (internal/relay, internal/egress). With EgressConfig.WarmRelay the pool
+// starts the relay with each warm sandbox instead, ahead of its claim; for a
+// run without Egress airlock closes every connection it carries. The sandbox's environment names the
 // relay as its proxy. docs/DESIGN.md, "Network by allow-list".
 
 // normalizeEgress checks a Spec's Egress within the operator's and the
@@ -75,16 +77,76 @@ func (c *Config) CheckEgress(caller Caller) error {
 
 // egressRun is a run's egress: its proxy session and the relay feeding it.
 type egressRun struct {
-	sess *egress.Session
+	sess  *egress.Session
+	relay *relayExec
+	stop  context.CancelFunc
+}
+
+// relayExec is airlock's init running as the relay in a started sandbox,
+// listening, with no session behind it yet.
+type relayExec struct {
 	host *relay.Host
 	stop context.CancelFunc
 	done chan struct{} // the relay's exec has ended
 }
 
-// startEgress starts the relay in the started container cid, as user, and a
-// proxy session for the run's hosts; every connection the relay accepts is
-// served by the session until close.
-func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string) (*egressRun, error) {
+// execRelay starts the relay in the started container cid, as user, and
+// waits until it listens. The exec outlives ctx: close ends it.
+func (e *Executor) execRelay(ctx context.Context, cid, user string) (*relayExec, error) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	x := &relayExec{stop: stop, done: make(chan struct{})}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		defer close(x.done)
+		_, err := e.eng.Exec(ctx, cid, user, []string{engine.InitPath, relay.Arg}, inR, outW, io.Discard)
+		outW.CloseWithError(cmpErr(err, io.EOF))
+		inR.Close()
+	}()
+	var err error
+	x.host, err = relay.NewHost(pipes{outR, inW}, 30*time.Second)
+	if err != nil {
+		x.close()
+		return nil, fmt.Errorf("%w: start the egress relay: %v", ErrEngine, err)
+	}
+	return x, nil
+}
+
+// cut ends every connection through the relay at once: nothing the sandbox
+// sends reaches airlock after it. The exec itself ends a little later.
+func (x *relayExec) cut() {
+	if x.host != nil {
+		x.host.Close()
+	}
+	x.stop()
+}
+
+// refuse closes every connection the relay carries, at once, until cut.
+func (x *relayExec) refuse() {
+	go func() {
+		for {
+			conn, err := x.host.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+}
+
+// close cuts the relay and waits for its exec to end.
+func (x *relayExec) close() {
+	x.cut()
+	select {
+	case <-x.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// startEgress serves, with a proxy session for the run's hosts, every
+// connection of the relay in the started container cid: warm, the relay the
+// pool started in it (nil when it has none), else one started now as user.
+func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string, warm *relayExec) (*egressRun, error) {
 	rules, err := egress.ParseRules(patterns)
 	if err != nil {
 		return nil, err
@@ -97,30 +159,23 @@ func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patter
 	if err != nil {
 		return nil, err
 	}
+	x := warm
+	if x == nil {
+		if x, err = e.execRelay(ctx, cid, user); err != nil {
+			return nil, err
+		}
+	}
 	c := e.cfg.Egress
-	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	r := &egressRun{stop: stop, done: make(chan struct{})}
-	r.sess = egress.NewSession(ctx, egress.Policy{
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r := &egressRun{relay: x, stop: stop}
+	r.sess = egress.NewSession(sctx, egress.Policy{
 		Rules: rules, AllowCIDRs: bounds.AllowCIDRs, Resolver: c.Resolver, UpstreamProxy: upstream,
 		MaxConns: c.MaxConns, MaxBytesIn: c.MaxBytesIn, MaxBytesOut: c.MaxBytesOut, MaxLifetime: c.MaxLifetime,
 		Logger: e.cfg.Logger.With("id", id),
 	})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	go func() {
-		defer close(r.done)
-		_, err := e.eng.Exec(ctx, cid, user, []string{engine.InitPath, relay.Arg}, inR, outW, io.Discard)
-		outW.CloseWithError(cmpErr(err, io.EOF))
-		inR.Close()
-	}()
-	r.host, err = relay.NewHost(pipes{outR, inW}, 30*time.Second)
-	if err != nil {
-		r.close()
-		return nil, fmt.Errorf("%w: start the egress relay: %v", ErrEngine, err)
-	}
 	go func() {
 		for {
-			conn, err := r.host.Accept()
+			conn, err := x.host.Accept()
 			if err != nil {
 				return
 			}
@@ -133,15 +188,10 @@ func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patter
 // close ends every connection, the relay and the session, and returns what
 // the session did.
 func (r *egressRun) close() []api.EgressEntry {
-	if r.host != nil {
-		r.host.Close()
-	}
+	r.relay.cut()
 	r.sess.Close()
 	r.stop()
-	select {
-	case <-r.done:
-	case <-time.After(10 * time.Second):
-	}
+	go r.relay.close() // the exec's end is the engine's work, off the run's path
 	var out []api.EgressEntry
 	for _, en := range r.sess.Report() {
 		out = append(out, api.EgressEntry{Host: en.Host, Port: int(en.Port), Decision: string(en.Decision), Reason: en.Reason,

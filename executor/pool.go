@@ -305,6 +305,7 @@ func (p *pool) dropWorkspace(id string) {
 	p.mu.Unlock()
 	for _, pd := range drop {
 		pd.sb.att.Close()
+		pd.sb.cutRelay()
 		p.e.discard(context.Background(), pd.sb.containerID)
 	}
 	for _, ent := range ents {
@@ -417,6 +418,7 @@ func (p *pool) filled(key PoolKey, ent *poolEntry, sb *sandbox, took time.Durati
 	p.mu.Unlock()
 	if sb != nil && !keep {
 		sb.att.Close()
+		sb.cutRelay()
 		p.e.discard(context.Background(), sb.containerID)
 	}
 }
@@ -459,6 +461,15 @@ func (p *pool) start(key PoolKey) (*sandbox, error) {
 		return nil, err
 	}
 	sb.init, sb.autoRemove = true, true
+	if e.cfg.Egress.WarmRelay {
+		// The relay listens ahead of the claim; the claiming run's session
+		// serves it, or airlock refuses its connections (Execute).
+		if sb.relay, err = e.execRelay(ctx, sb.containerID, key.User); err != nil {
+			sb.att.Close()
+			e.discard(context.Background(), sb.containerID)
+			return nil, err
+		}
+	}
 	return sb, nil
 }
 
@@ -544,12 +555,20 @@ const (
 	retireWait  = 5 * time.Second
 )
 
+// cutRelay cuts the relay the pool started in sb, if any: sb serves no run.
+func (sb *sandbox) cutRelay() {
+	if sb.relay != nil {
+		sb.relay.cut()
+	}
+}
+
 // remove removes an unwanted sandbox off the request path.
 func (p *pool) remove(sb *sandbox) {
 	p.wg.Go(func() {
 		if sb.att != nil {
 			sb.att.Close()
 		}
+		sb.cutRelay()
 		p.e.discard(context.Background(), sb.containerID)
 	})
 }

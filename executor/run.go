@@ -118,13 +118,25 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	if len(s.Egress) > 0 {
 		// The relay listens before the command starts: the request goes to
 		// the init only after it.
-		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress); err != nil {
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress, sb.relay); err != nil {
 			return failedResult(res, err)
 		}
 	}
+	refused := sb.relay
+	if eg == nil && refused != nil {
+		// A warm sandbox's relay, for a run that may reach nothing: every
+		// connection it carries is closed at once. It ends with the run:
+		// ending it now would have the engine tear its exec down beside
+		// the command.
+		refused.refuse()
+	}
+	sb.relay = nil // it serves no other run
 	res, err = e.supervise(ctx, sb, s, res, o)
 	if eg != nil {
 		res.Egress = eg.close() // the run has ended: so does every connection
+	} else if refused != nil {
+		refused.cut()
+		go refused.close()
 	}
 	if err == nil && s.Report != "" {
 		res.Tests = e.testReport(context.WithoutCancel(ctx), s, a.caller)
@@ -141,6 +153,7 @@ type sandbox struct {
 	dir         string
 	autoRemove  bool // the engine removes it when it stops (a warm sandbox)
 	att         *attachment
+	relay       *relayExec    // started by the pool (EgressConfig.WarmRelay), for the run that claims it
 	exited      chan struct{} // closed when the container has stopped
 	exit        containerExit // set before exited is closed
 }

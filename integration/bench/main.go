@@ -4,7 +4,9 @@
 // of executor.Run at concurrency 1 and 8; with 200 background jobs running, the
 // latency of Get and List against the engine's own inspect and list; workspace
 // uploads and downloads against docker cp, and a run on a workspace against one
-// without; and how exactly a background job's output is counted when it floods.
+// without; how exactly a background job's output is counted when it floods; and
+// the network by allow-list (a download, an HTTPS first byte and a pooled run
+// through the relay and proxy) against the same without them.
 //
 // It prints figures only and asserts nothing about timing. Every container it makes
 // is removed, also on error and on Ctrl-C.
@@ -49,7 +51,7 @@ var (
 	duration = flag.Duration("d", 10*time.Second, "how long to run each concurrency level of the throughput test")
 	fixed    = flag.Int("runs", 0, "if set, run this many runs per concurrency level instead of for -d")
 	image    = flag.String("image", "airlock/minimal", "sandbox image, present in the engine")
-	only     = flag.String("only", "", "measure one part only: latency, http, pool, background, workspaces, floods or cluster")
+	only     = flag.String("only", "", "measure one part only: latency, http, pool, background, workspaces, floods, egress or cluster")
 )
 
 // want reports whether the part is measured in this run (-only).
@@ -137,7 +139,7 @@ func run(ctx context.Context) (err error) {
 	for _, part := range []struct {
 		name    string
 		measure func(context.Context, *tabwriter.Writer) error
-	}{{"http", b.httpOverhead}, {"pool", b.pool}, {"background", b.background}, {"workspaces", b.workspaces}, {"floods", floods}, {"cluster", b.cluster}} {
+	}{{"http", b.httpOverhead}, {"pool", b.pool}, {"background", b.background}, {"workspaces", b.workspaces}, {"floods", floods}, {"egress", b.egress}, {"cluster", b.cluster}} {
 		if want(part.name) {
 			if err := part.measure(ctx, w); err != nil {
 				return err
