@@ -288,7 +288,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	var eg *egressRun
 	if len(s.Egress) > 0 {
 		// The relay listens before the init reads its request.
-		if eg, err = e.startEgress(ctx, sb.containerID, s.User, j.ID, s.Egress); err != nil {
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, j.ID, s.Egress, nil); err != nil {
 			if sb.att != nil {
 				sb.att.Close()
 			}
