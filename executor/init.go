@@ -168,7 +168,6 @@ func (e *Executor) initVolume(ctx context.Context) (volume, etc string, err erro
 	if err != nil {
 		return "", "", err
 	}
-	e.removeOldInits(ctx, digest)
 	e.initVol = name
 	e.initEtc = vol.Mountpoint
 	return name, e.initEtc, nil
@@ -252,20 +251,4 @@ func (e *Executor) makeInitVolume(ctx context.Context, name, digest string, bin 
 		return e.engineErr("copy the init into its volume", err)
 	}
 	return nil
-}
-
-// removeOldInits removes the volumes of other init binaries, as a rebuilt
-// image replaces the old one; one a sandbox still mounts stays (best effort).
-func (e *Executor) removeOldInits(ctx context.Context, digest string) {
-	vols, err := e.eng.ListVolumes(ctx, labelComponent+"=init")
-	if err != nil {
-		return
-	}
-	for _, v := range vols {
-		if v.Labels[labelInitDigest] != digest {
-			if err := e.eng.RemoveVolume(ctx, v.Name); err != nil {
-				e.cfg.Logger.Debug("old init volume kept", "volume", v.Name, "err", err)
-			}
-		}
-	}
 }
