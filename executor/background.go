@@ -278,8 +278,17 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	if s.Stdin != nil {
 		stdin += *s.Stdin
 	}
+	var link *relayLink
+	if len(s.Egress) > 0 {
+		if link, plan.RelayDir, err = e.listenRelay(ctx, plan.Name, s.Runtime); err != nil {
+			return fail(err)
+		}
+	}
 	sb, err := e.launch(ctx, plan, false)
 	if err != nil {
+		if link != nil {
+			link.close()
+		}
 		if sb != nil {
 			e.discard(context.WithoutCancel(ctx), sb.containerID)
 		}
@@ -288,7 +297,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	var eg *egressRun
 	if len(s.Egress) > 0 {
 		// The relay listens before the init reads its request.
-		if eg, err = e.startEgress(ctx, sb.containerID, s.User, j.ID, s.Egress, nil); err != nil {
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, j.ID, s.Egress, link); err != nil {
 			if sb.att != nil {
 				sb.att.Close()
 			}

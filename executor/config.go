@@ -108,13 +108,13 @@ type EgressConfig struct {
 	// Resolver looks names up for the proxy; nil is the system's. Tests
 	// name their own origins through one.
 	Resolver egress.Resolver
-	// WarmRelay starts the relay in every warm sandbox of the pool when it
-	// starts, so that a pooled run with Egress does not wait for the relay's
-	// exec (about 50 ms). The relay holds no rules: the claiming run's
-	// session serves it, and for a run without Egress airlock closes every
-	// connection it carries. It costs each warm sandbox one process and one exec
-	// stream held open, and each start one exec.
-	WarmRelay bool
+	// SocketDir is where airlock listens for its sandboxes' relays, one Unix
+	// socket each, in a directory the engine bind-mounts into the sandbox:
+	// the engine's host must see it at the same path (airlock in a container
+	// mounts it from the host at the same path). Empty is a directory under
+	// the system's temporary one. Where the engine cannot see it, the relay
+	// goes over an exec's stdio instead: it works, at a tenth of the speed.
+	SocketDir string
 }
 
 // PullPolicy is the operator's choice about images the engine lacks.

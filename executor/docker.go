@@ -34,6 +34,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/images"
 	"github.com/airlock-sandbox/airlock/internal/engine"
+	"github.com/airlock-sandbox/airlock/internal/relay"
 )
 
 // dockerEngine is the engine over the Docker Engine API.
@@ -62,11 +63,13 @@ func (d *dockerEngine) Info(ctx context.Context) (engineInfo, error) {
 		return engineInfo{}, err
 	}
 	runtimes := make([]string, 0, len(in.Runtimes))
-	for name := range in.Runtimes {
+	args := make(map[string][]string, len(in.Runtimes))
+	for name, r := range in.Runtimes {
 		runtimes = append(runtimes, name)
+		args[name] = r.Args
 	}
 	sort.Strings(runtimes)
-	return engineInfo{Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes}, nil
+	return engineInfo{Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes, RuntimeArgs: args}, nil
 }
 
 func (d *dockerEngine) InspectImage(ctx context.Context, ref string) (Image, bool, error) {
@@ -214,7 +217,7 @@ func tmpfsMounts(p containerPlan, opts string) map[string]string {
 
 // planMounts mounts the plan's workspace volume, if it has one, at /workspace
 // (its bounds are the volume's own mount options, see workspaceVolumeOpts), the
-// init's volume, and the hosts file.
+// init's volume, the hosts file, and the relay's directory.
 func planMounts(p containerPlan) []mount.Mount {
 	var ms []mount.Mount
 	if p.Workspace != "" {
@@ -228,6 +231,9 @@ func planMounts(p containerPlan) []mount.Mount {
 		for _, f := range sandboxEtc {
 			ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: path.Join(p.EtcDir, f.name), Target: "/etc/" + f.name, ReadOnly: true})
 		}
+	}
+	if p.RelayDir != "" {
+		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: p.RelayDir, Target: relay.SocketDir, ReadOnly: true})
 	}
 	return ms
 }

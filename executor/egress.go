@@ -4,9 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/images"
 	"github.com/airlock-sandbox/airlock/internal/egress"
 	"github.com/airlock-sandbox/airlock/internal/engine"
 	"github.com/airlock-sandbox/airlock/internal/relay"
@@ -14,13 +20,16 @@ import (
 
 // A run that names hosts (Spec.Egress) reaches them through a proxy inside
 // airlock, never through an engine network: the sandbox keeps its own
-// loopback only. Once its container has started, airlock execs the relay in
-// it (airlock's init, as the run's user), which listens on the loopback and
-// carries each connection over the exec's stdio to the run's egress session
-// (internal/relay, internal/egress). With EgressConfig.WarmRelay the pool
-// starts the relay with each warm sandbox instead, ahead of its claim; for a
-// run without Egress airlock closes every connection it carries. The sandbox's environment names the
-// relay as its proxy. docs/DESIGN.md, "Network by allow-list".
+// loopback only. airlock's init, PID 1 of the sandbox, listens on that
+// loopback and carries each connection to airlock over a Unix socket airlock
+// listens on, one per sandbox, mounted into it (listenRelay); each connection
+// goes to the run's egress session (internal/relay, internal/egress). Every
+// warm sandbox of the pool has its socket from its start, and the claiming
+// run's session serves it; for a run without Egress airlock closes every
+// connection. Where no socket can be mounted, airlock execs the relay in the
+// started sandbox and the connections go over the exec's stdio (execRelay).
+// The sandbox's environment names the relay as its proxy. docs/DESIGN.md,
+// "Network by allow-list".
 
 // normalizeEgress checks a Spec's Egress within the operator's and the
 // caller's bounds, applies the default, and returns the patterns as the
@@ -78,23 +87,119 @@ func (c *Config) CheckEgress(caller Caller) error {
 // egressRun is a run's egress: its proxy session and the relay feeding it.
 type egressRun struct {
 	sess  *egress.Session
-	relay *relayExec
+	relay *relayLink
 	stop  context.CancelFunc
 }
 
-// relayExec is airlock's init running as the relay in a started sandbox,
-// listening, with no session behind it yet.
-type relayExec struct {
-	host *relay.Host
+// relayLink is airlock's end of a sandbox's relay: the connections it carries
+// from the sandbox, with no session behind them yet.
+type relayLink struct {
+	conns interface {
+		Accept() (net.Conn, error)
+		Close() error
+	}
 	stop context.CancelFunc
-	done chan struct{} // the relay's exec has ended
+	done chan struct{} // what carries the relay has ended
+}
+
+// listenRelay listens for the relay of the sandbox name on a Unix socket of
+// its own, in a directory of the engine's host to mount at relay.SocketDir
+// (Plan.RelayDir): the sandbox's init finds the socket there and dials it for
+// each connection. It returns no link when the runtime cannot reach a socket
+// on the host (relaySockets): the relay is then exec'd (execRelay).
+func (e *Executor) listenRelay(ctx context.Context, name, runtime string) (*relayLink, string, error) {
+	base, ok := e.relaySockets(ctx, runtime)
+	if !ok {
+		return nil, "", nil
+	}
+	dir := filepath.Join(base, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, "", fmt.Errorf("%w: the relay's directory: %v", ErrEngine, err)
+	}
+	sock := filepath.Join(dir, filepath.Base(relay.Socket))
+	ln, err := net.Listen("unix", sock)
+	if err == nil {
+		// The sandbox's user is not airlock's: its init must be able to dial.
+		err = os.Chmod(sock, 0o666)
+	}
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("%w: the relay's socket: %v", ErrEngine, err)
+	}
+	x := &relayLink{conns: ln, done: make(chan struct{})}
+	x.stop = func() { os.RemoveAll(dir) }
+	close(x.done)
+	return x, dir, nil
+}
+
+// relaySockets returns the directory under which sandboxes' relay sockets
+// are made, and whether a sandbox of runtime can use one. The engine must see
+// the directory at the same path (it is bind-mounted): the first call asks it,
+// by creating (never starting) a container that mounts it. gVisor opens a
+// socket of the host only when registered with --host-uds=open (or all).
+func (e *Executor) relaySockets(ctx context.Context, runtime string) (string, bool) {
+	e.mu.Lock()
+	args := e.info.RuntimeArgs[runtime]
+	e.mu.Unlock()
+	if ownKernel(runtime) && !slices.ContainsFunc(args, hostUDSOpen) {
+		return "", false
+	}
+	e.relayMu.Lock()
+	defer e.relayMu.Unlock()
+	if e.relayChecked {
+		return e.relayDir, e.relayDir != ""
+	}
+	dir := e.cfg.Egress.SocketDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-relay-%d", os.Getuid()))
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		e.cfg.Logger.Warn("relays go over exec streams: no socket directory", "dir", dir, "err", err)
+		e.relayChecked = true
+		return "", false
+	}
+	probe, err := os.MkdirTemp(dir, "probe-")
+	if err != nil {
+		e.cfg.Logger.Warn("relays go over exec streams: no socket directory", "dir", dir, "err", err)
+		e.relayChecked = true
+		return "", false
+	}
+	defer os.RemoveAll(probe)
+	plan := containerPlan{
+		Name: "airlock-relay-probe-" + NewID(), Image: images.Minimal.Ref, Cmd: []string{"true"},
+		Memory: minMemory, NanoCPUs: 1e8, Pids: 2, TmpfsSize: 1 << 20, Network: "none", Runtime: "runc",
+		RelayDir: probe, Labels: map[string]string{LabelManaged: "true", LabelID: "relay-probe"},
+	}
+	cid, err := e.create(ctx, plan)
+	if err != nil {
+		if !strings.Contains(err.Error(), probe) {
+			return "", false // not the engine's answer about the directory: ask again next time
+		}
+		e.cfg.Logger.Warn("relays go over exec streams: the engine does not see airlock's socket directory; set one it sees with egress.socket_dir", "dir", dir, "err", err)
+		e.relayChecked = true
+		return "", false
+	}
+	e.discard(context.WithoutCancel(ctx), cid)
+	e.relayChecked, e.relayDir = true, dir
+	return dir, true
+}
+
+// hostUDSOpen says whether a runsc argument lets the sandbox open the host's
+// Unix sockets.
+func hostUDSOpen(arg string) bool {
+	v, ok := strings.CutPrefix(strings.TrimLeft(arg, "-"), "host-uds=")
+	return ok && (v == "open" || v == "all")
 }
 
 // execRelay starts the relay in the started container cid, as user, and
-// waits until it listens. The exec outlives ctx: close ends it.
-func (e *Executor) execRelay(ctx context.Context, cid, user string) (*relayExec, error) {
+// waits until it listens: the channel where no socket can be. The exec
+// outlives ctx: close ends it.
+func (e *Executor) execRelay(ctx context.Context, cid, user string) (*relayLink, error) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	x := &relayExec{stop: stop, done: make(chan struct{})}
+	x := &relayLink{stop: stop, done: make(chan struct{})}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
@@ -103,29 +208,29 @@ func (e *Executor) execRelay(ctx context.Context, cid, user string) (*relayExec,
 		outW.CloseWithError(cmpErr(err, io.EOF))
 		inR.Close()
 	}()
-	var err error
-	x.host, err = relay.NewHost(pipes{outR, inW}, 30*time.Second)
+	host, err := relay.NewHost(pipes{outR, inW}, 30*time.Second)
 	if err != nil {
 		x.close()
 		return nil, fmt.Errorf("%w: start the egress relay: %v", ErrEngine, err)
 	}
+	x.conns = host
 	return x, nil
 }
 
 // cut ends every connection through the relay at once: nothing the sandbox
-// sends reaches airlock after it. The exec itself ends a little later.
-func (x *relayExec) cut() {
-	if x.host != nil {
-		x.host.Close()
+// sends reaches airlock after it. An exec ends a little later.
+func (x *relayLink) cut() {
+	if x.conns != nil {
+		x.conns.Close()
 	}
 	x.stop()
 }
 
 // refuse closes every connection the relay carries, at once, until cut.
-func (x *relayExec) refuse() {
+func (x *relayLink) refuse() {
 	go func() {
 		for {
-			conn, err := x.host.Accept()
+			conn, err := x.conns.Accept()
 			if err != nil {
 				return
 			}
@@ -134,8 +239,8 @@ func (x *relayExec) refuse() {
 	}()
 }
 
-// close cuts the relay and waits for its exec to end.
-func (x *relayExec) close() {
+// close cuts the relay and waits for its exec, if any, to end.
+func (x *relayLink) close() {
 	x.cut()
 	select {
 	case <-x.done:
@@ -144,9 +249,15 @@ func (x *relayExec) close() {
 }
 
 // startEgress serves, with a proxy session for the run's hosts, every
-// connection of the relay in the started container cid: warm, the relay the
-// pool started in it (nil when it has none), else one started now as user.
-func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string, warm *relayExec) (*egressRun, error) {
+// connection of the relay in the started container cid: linked, the relay
+// made with its sandbox (nil when it has none), else one exec'd now as user.
+// On failure, linked is closed.
+func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string, linked *relayLink) (_ *egressRun, err error) {
+	defer func() {
+		if err != nil && linked != nil {
+			linked.close()
+		}
+	}()
 	rules, err := egress.ParseRules(patterns)
 	if err != nil {
 		return nil, err
@@ -159,7 +270,7 @@ func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patter
 	if err != nil {
 		return nil, err
 	}
-	x := warm
+	x := linked
 	if x == nil {
 		if x, err = e.execRelay(ctx, cid, user); err != nil {
 			return nil, err
@@ -175,7 +286,7 @@ func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patter
 	})
 	go func() {
 		for {
-			conn, err := x.host.Accept()
+			conn, err := x.conns.Accept()
 			if err != nil {
 				return
 			}
@@ -191,7 +302,7 @@ func (r *egressRun) close() []api.EgressEntry {
 	r.relay.cut()
 	r.sess.Close()
 	r.stop()
-	go r.relay.close() // the exec's end is the engine's work, off the run's path
+	go r.relay.close() // an exec's end is the engine's work, off the run's path
 	var out []api.EgressEntry
 	for _, en := range r.sess.Report() {
 		out = append(out, api.EgressEntry{Host: en.Host, Port: int(en.Port), Decision: string(en.Decision), Reason: en.Reason,

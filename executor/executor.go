@@ -40,6 +40,10 @@ type Executor struct {
 	initVol string // the volume holding Config.InitPath, once made
 	initEtc string // the directory of the init and sandboxEtc on the engine's host ("" when unknown)
 
+	relayMu      sync.Mutex
+	relayChecked bool   // relayDir is known (see relaySockets)
+	relayDir     string // where relays' sockets are made; "" when the engine cannot see it
+
 	poolSizes map[string]int // WithPool
 	pool      *pool          // nil without one
 

@@ -453,23 +453,24 @@ func (p *pool) start(key PoolKey) (*sandbox, error) {
 		return nil, err
 	}
 	plan.OpenStdin, plan.AutoRemove = true, true
+	// Its relay listens from its start, for whichever run claims it: that
+	// run's session serves it, or airlock refuses its connections (Execute).
+	link, dir, err := e.listenRelay(ctx, plan.Name, key.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	plan.RelayDir = dir
 	sb, err := e.launch(ctx, plan, true)
 	if err != nil {
+		if link != nil {
+			link.close()
+		}
 		if sb != nil {
 			e.discard(context.Background(), sb.containerID)
 		}
 		return nil, err
 	}
-	sb.init, sb.autoRemove = true, true
-	if e.cfg.Egress.WarmRelay {
-		// The relay listens ahead of the claim; the claiming run's session
-		// serves it, or airlock refuses its connections (Execute).
-		if sb.relay, err = e.execRelay(ctx, sb.containerID, key.User); err != nil {
-			sb.att.Close()
-			e.discard(context.Background(), sb.containerID)
-			return nil, err
-		}
-	}
+	sb.init, sb.autoRemove, sb.relay = true, true, link
 	return sb, nil
 }
 

@@ -95,7 +95,20 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	}
 	warm := sb != nil
 	if !warm {
+		var link *relayLink
+		if len(s.Egress) > 0 {
+			if link, plan.RelayDir, err = e.listenRelay(ctx, plan.Name, s.Runtime); err != nil {
+				return failedResult(res, err)
+			}
+		}
 		sb, err = e.launch(ctx, plan, true)
+		if link != nil {
+			if err != nil {
+				link.close()
+			} else {
+				sb.relay = link
+			}
+		}
 	}
 	if sb != nil {
 		// Whatever happens from here, the container goes; its removal must not
@@ -125,9 +138,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	refused := sb.relay
 	if eg == nil && refused != nil {
 		// A warm sandbox's relay, for a run that may reach nothing: every
-		// connection it carries is closed at once. It ends with the run:
-		// ending it now would have the engine tear its exec down beside
-		// the command.
+		// connection it carries is closed at once, until the run ends.
 		refused.refuse()
 	}
 	sb.relay = nil // it serves no other run
@@ -153,7 +164,7 @@ type sandbox struct {
 	dir         string
 	autoRemove  bool // the engine removes it when it stops (a warm sandbox)
 	att         *attachment
-	relay       *relayExec    // started by the pool (EgressConfig.WarmRelay), for the run that claims it
+	relay       *relayLink    // made with the sandbox, for the run that claims it
 	exited      chan struct{} // closed when the container has stopped
 	exit        containerExit // set before exited is closed
 }

@@ -10,10 +10,9 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
-// TestEgressWarmRelay: with EgressConfig.WarmRelay the pool starts the relay
-// in each warm sandbox; a run with Egress that claims one reaches its host
-// through it, and a run without Egress that claims one reaches nothing
-// through the relay it was started with.
+// TestEgressWarmRelay: every warm sandbox of the pool has its relay from its
+// start; a run with Egress that claims one reaches its host through it, and a
+// run without Egress that claims one reaches nothing through it.
 func TestEgressWarmRelay(t *testing.T) {
 	o := startOrigins(t)
 	hp := o.port(o.http)
@@ -21,7 +20,6 @@ func TestEgressWarmRelay(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.Egress.Resolver = names{"pypi.test": netip.MustParseAddr("127.0.0.1")}
 	cfg.Egress.AllowCIDRs = []string{"127.0.0.0/8"}
-	cfg.Egress.WarmRelay = true
 	e, err := executor.New(executor.WithConfig(cfg), executor.WithPool(map[string]int{"airlock/minimal": 2}))
 	if err != nil {
 		t.Fatal(err)

@@ -157,6 +157,10 @@ type Egress struct {
 	AllowCIDRs []string `json:"allow_cidrs,omitempty"`
 	// UpstreamProxy (http://host:port) is the proxy allowed traffic leaves through.
 	UpstreamProxy string `json:"upstream_proxy,omitempty"`
+	// SocketDir is where airlock listens for its sandboxes' relays, a
+	// directory the engine's host sees at the same path (empty: one under
+	// the system's temporary directory; see executor.EgressConfig.SocketDir).
+	SocketDir string `json:"socket_dir,omitempty"`
 }
 
 // TenantEgress narrows the server's Egress for one tenant.
@@ -270,6 +274,10 @@ var settings = []setting{
 	}},
 	{"egress-upstream-proxy", "http://host:port of a proxy that allowed traffic leaves through", func(c *Config, v string) error {
 		c.Egress.UpstreamProxy = v
+		return nil
+	}},
+	{"egress-socket-dir", "directory for the sandboxes' relay sockets, seen by the engine's host at the same path (default: under the temporary directory)", func(c *Config, v string) error {
+		c.Egress.SocketDir = v
 		return nil
 	}},
 	{"networks", "networks a request may join, comma-separated (none is always allowed)", func(c *Config, v string) error {
@@ -530,6 +538,7 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 	ec.AllowRoot = c.AllowRoot
 	ec.Egress.Allowed = append([]string{}, c.Egress.Allowed...) // a server bounds: empty allows none
 	ec.Egress.Default, ec.Egress.AllowCIDRs, ec.Egress.UpstreamProxy = c.Egress.Default, c.Egress.AllowCIDRs, c.Egress.UpstreamProxy
+	ec.Egress.SocketDir = c.Egress.SocketDir
 	if c.Pull != executor.PullNever && c.Pull != executor.PullMissing {
 		return ec, fmt.Errorf("pull: %q is not never or missing", c.Pull)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -48,6 +49,7 @@ func main() {
 	// memory through /proc/1 (they run as the same user): a command could
 	// otherwise write a forged report into the init's stdout.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	startRelay()
 	// What does not depend on the command is ready before it comes: a warm
 	// sandbox waits here, and its run starts the moment the request is read.
 	pre := prepare()
@@ -241,6 +243,20 @@ type prepared struct {
 	outR, outW *os.File
 	errR, errW *os.File
 	err        error // of the pipes
+}
+
+// startRelay starts the sandbox's way out when airlock mounted a relay socket
+// for it (internal/relay): it listens on relay.Addr before any command starts.
+// Without it, or if the port is taken, the sandbox has no way out.
+func startRelay() {
+	if _, err := os.Lstat(relay.Socket); err != nil {
+		return
+	}
+	ln, err := net.Listen("tcp", relay.Addr)
+	if err != nil {
+		return
+	}
+	go relay.Forward(ln, relay.Socket)
 }
 
 func prepare() prepared {

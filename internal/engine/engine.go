@@ -114,6 +114,8 @@ type Info struct {
 	APIVer   string
 	CPUs     int
 	Runtimes []string
+	// RuntimeArgs are the arguments the engine passes each runtime.
+	RuntimeArgs map[string][]string
 }
 
 // Image is one sandbox image present in the engine.
@@ -158,6 +160,10 @@ type Plan struct {
 	// network gets no network stack from the engine at all, only its own
 	// loopback (docs/DESIGN.md, "No network").
 	EtcDir string
+	// RelayDir, when set, is a directory both airlock and the engine's host
+	// see, where airlock listens for the sandbox's relay: it is mounted
+	// read-only at relay.SocketDir (docs/DESIGN.md, "Network by allow-list").
+	RelayDir string
 	// AutoRemove has the engine remove the container when it stops: a warm
 	// sandbox whose owner died (its init reads EOF and exits) goes by itself.
 	AutoRemove bool

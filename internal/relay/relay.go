@@ -7,10 +7,15 @@
 // the run's egress session serves (internal/egress). The sandbox's programs
 // find the relay through the proxy variables (Env).
 //
-// The channel is the exec's own stdio, attached through the engine's socket:
-// it works under runc and gVisor, for cold and warm sandboxes, and where
-// airlock reaches the engine only through its socket. docs/DESIGN.md,
-// "Network by allow-list", says why this design.
+// The channel is, where it can be, a Unix socket: airlock listens on one per
+// sandbox, in a directory the engine mounts read-only at SocketDir, and the
+// init, PID 1 of the sandbox, listens on Addr from its start and dials the
+// socket once per connection (Forward). Nothing is exec'd and the bytes cross
+// no engine. Where the engine cannot mount airlock's directory (a remote
+// engine, or airlock in a container without it), or under a gVisor that may
+// not open host sockets, the channel is the exec's own stdio instead, attached
+// through the engine's socket (Serve, Host). docs/DESIGN.md, "Network by
+// allow-list", says why this design.
 package relay
 
 import (
@@ -30,6 +35,13 @@ const Addr = "127.0.0.1:3128"
 
 // Arg is the init's argument that makes it the relay.
 const Arg = "relay"
+
+// SocketDir is where a sandbox sees its relay's directory, and Socket the
+// socket airlock listens on there.
+const (
+	SocketDir = "/.airlock-relay"
+	Socket    = SocketDir + "/egress.sock"
+)
 
 // ready is the line the relay writes once it listens, before the streams.
 const ready = "airlock-relay-ready\n"
@@ -126,13 +138,37 @@ func Serve(ln net.Listener, in io.Reader, out io.Writer) error {
 	}
 }
 
+// Forward carries every connection ln accepts to a connection of its own to
+// the Unix socket at socket, until ln fails. A connection airlock refuses is
+// closed at once.
+func Forward(ln net.Listener, socket string) error {
+	defer ln.Close()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			up, err := net.Dial("unix", socket)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			pipe(c, up)
+		}()
+	}
+}
+
 // pipe copies both ways until both ends are done, passing on half-closes.
 func pipe(a, b net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	half := func(dst, src net.Conn) {
 		defer wg.Done()
-		io.Copy(dst, src)
+		// A plain copy through a buffer, never splice(2): gVisor's splice from
+		// its loopback to a socket of the host garbles the bytes.
+		io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, 64<<10))
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		} else {
