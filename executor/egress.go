@@ -113,7 +113,7 @@ func (e *Executor) listenRelay(ctx context.Context, name, runtime string) (*rela
 		return nil, "", nil
 	}
 	dir := filepath.Join(base, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(dir, 0o711); err != nil {
 		return nil, "", fmt.Errorf("%w: the relay's directory: %v", ErrEngine, err)
 	}
 	sock := filepath.Join(dir, filepath.Base(relay.Socket))

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -120,6 +123,7 @@ func (e *Executor) CreateWorkspace(ctx context.Context, spec WorkspaceSpec, c Ca
 	if err := e.startHolder(ctx, r); err != nil {
 		bg := context.WithoutCancel(ctx)
 		e.discard(bg, r.holder())
+		e.removeHolderDir(bg, r)
 		if rerr := e.eng.RemoveVolume(bg, r.volume()); rerr != nil {
 			e.cfg.Logger.Error("remove workspace volume", "workspace", r.ID, "err", rerr)
 		}
@@ -250,6 +254,14 @@ func (e *Executor) startHolder(ctx context.Context, r workspaceRecord) error {
 		Workspace:  r.volume(),
 		Labels:     map[string]string{LabelManaged: "true", LabelWorkspace: r.ID, labelRole: "holder"},
 	}
+	// Its relay directory is where the file agent dials airlock for the
+	// data of a transfer (holderDial): a socket, not the engine's exec stream.
+	if base, ok := e.relaySockets(ctx, plan.Runtime); ok {
+		dir := filepath.Join(base, plan.Name)
+		if err := os.Mkdir(dir, 0o711); err == nil || errors.Is(err, fs.ErrExist) {
+			plan.RelayDir = dir
+		}
+	}
 	cid, err := e.create(ctx, plan)
 	if err != nil {
 		return err
@@ -258,6 +270,14 @@ func (e *Executor) startHolder(ctx context.Context, r workspaceRecord) error {
 		return e.engineErr("start workspace holder", err)
 	}
 	return nil
+}
+
+// removeHolderDir removes the relay directory of r's holder, if this process
+// made it.
+func (e *Executor) removeHolderDir(ctx context.Context, r workspaceRecord) {
+	if base, ok := e.relaySockets(ctx, "runc"); ok {
+		os.RemoveAll(filepath.Join(base, r.holder()))
+	}
 }
 
 // workspaceRecords lists every workspace on the engine.
@@ -471,6 +491,7 @@ func (e *Executor) removeWorkspace(ctx context.Context, r workspaceRecord) error
 	if err := e.eng.Remove(ctx, r.holder()); err != nil {
 		return e.engineErr("remove workspace holder", err)
 	}
+	e.removeHolderDir(ctx, r)
 	for {
 		err := e.eng.RemoveVolume(ctx, r.volume())
 		if err == nil {

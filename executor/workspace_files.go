@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +21,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/engine"
 	"github.com/airlock-sandbox/airlock/internal/fileagent"
 	"github.com/airlock-sandbox/airlock/internal/initproto"
+	"github.com/airlock-sandbox/airlock/internal/relay"
 )
 
 // Files move in and out of a workspace through its holder: airlock execs its
@@ -65,6 +69,8 @@ func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, args []str
 		return overLimit(what)
 	case fileagent.ExitCut:
 		return &SpecError{Field: "body", Reason: what}
+	case fileagent.ExitNoSocket:
+		return fmt.Errorf("%w: %s", errNoSocket, what)
 	case 126, 127:
 		// A holder made before the file agent existed has no init mounted.
 		return fmt.Errorf("%w: %s was made by an older airlock, whose holder has no file agent; its runs still work, but its files move only once it is deleted and created again",
@@ -72,6 +78,9 @@ func (e *Executor) holderExec(ctx context.Context, r workspaceRecord, args []str
 	}
 	return fmt.Errorf("workspace file operation failed (exit %d): %s", code, strings.TrimSpace(what))
 }
+
+// errNoSocket is an agent that could not dial the socket it was given.
+var errNoSocket = errors.New("the file agent could not reach airlock's socket")
 
 // overLimit is a read the agent refused because the files' apparent sizes
 // pass the bound it was given: a refused path to the caller.
@@ -95,6 +104,32 @@ func (r workspaceRecord) overSize(err error) error {
 // nothing of an upload that produce (a check, a body read) cut short. The
 // bytes are streamed once, never spooled.
 func (e *Executor) upload(ctx context.Context, r workspaceRecord, args []string, produce func(w io.Writer) error) error {
+	if conn, d := e.holderDial(ctx, r, args); conn != nil {
+		bw := bufio.NewWriterSize(conn, 256<<10)
+		fw := fileagent.NewFrameWriter(bw)
+		perr := produce(fw)
+		if perr == nil {
+			perr = fw.End()
+		}
+		if perr == nil {
+			perr = bw.Flush()
+		}
+		if perr != nil {
+			conn.Close() // no end mark: the agent writes nothing
+		} else {
+			conn.(*net.UnixConn).CloseWrite()
+		}
+		<-d.ended
+		conn.Close()
+		err := d.result
+		var cut *SpecError
+		if perr != nil && (err == nil || errors.As(err, &cut) && cut.Field == "body") {
+			return perr // as below
+		}
+		return err
+	} else if d != nil {
+		return d.result
+	}
 	pr, pw := io.Pipe()
 	produced := make(chan error, 1)
 	go func() {
@@ -293,6 +328,12 @@ func (e *Executor) OpenArchive(ctx context.Context, id, dir string, c Caller) (i
 // from the reader it returns. done.err turns a read error into the
 // operation's own error once it has ended.
 func (e *Executor) holderStream(ctx context.Context, r workspaceRecord, args []string) (io.Reader, *execDone) {
+	if conn, d := e.holderDial(ctx, r, args); conn != nil {
+		d.conn = conn
+		return socketStream{conn, d}, d
+	} else if d != nil {
+		return errReader{d.result}, d
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	d := &execDone{ended: make(chan struct{}), cancel: cancel, pipe: pr}
@@ -316,8 +357,87 @@ type execDone struct {
 	ended  chan struct{}
 	result error
 	cancel context.CancelFunc
-	pipe   *io.PipeReader
+	pipe   *io.PipeReader // the exec's stdout, or
+	conn   net.Conn       // the agent's connection to airlock's socket
 }
+
+// holderDial runs the agent's operation args in the holder of r with its data
+// over a Unix socket airlock listens on in the holder's relay directory
+// (startHolder), which bypasses the engine's exec stream: it returns the
+// agent's connection once it dialed. It returns no connection and no
+// operation when the holder has no such directory here (made by another
+// airlock, or where the engine cannot see airlock's files) or the agent could
+// not dial: the caller then uses the exec's stdio. An operation without a
+// connection has ended with its result.
+func (e *Executor) holderDial(ctx context.Context, r workspaceRecord, args []string) (net.Conn, *execDone) {
+	base, ok := e.relaySockets(ctx, "runc")
+	if !ok {
+		return nil, nil
+	}
+	name := NewID() + ".sock"
+	sock := filepath.Join(base, r.holder(), name)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, nil // no directory: a holder made without one
+	}
+	defer func() {
+		ln.Close()
+		os.Remove(sock)
+	}()
+	if err := os.Chmod(sock, 0o666); err != nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	d := &execDone{ended: make(chan struct{}), cancel: cancel}
+	go func() {
+		d.result = e.holderExec(ctx, r, append([]string{"--socket", path.Join(relay.SocketDir, name)}, args...), nil, io.Discard)
+		close(d.ended)
+	}()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	select {
+	case c := <-accepted:
+		if c != nil {
+			return c, d
+		}
+	case <-d.ended:
+	}
+	ln.Close()
+	if c := <-accepted; c != nil { // dialed just as it ended
+		return c, d
+	}
+	<-d.ended
+	if errors.Is(d.result, errNoSocket) {
+		return nil, nil
+	}
+	return nil, d
+}
+
+// socketStream reads the agent's connection; its end is the operation's
+// result: a cut stream is the operation's error, never a short success.
+type socketStream struct {
+	conn net.Conn
+	d    *execDone
+}
+
+func (s socketStream) Read(p []byte) (int, error) {
+	n, err := s.conn.Read(p)
+	if err == io.EOF {
+		<-s.d.ended
+		err = cmpErr(s.d.result, io.EOF)
+	}
+	return n, err
+}
+
+// errReader fails every read with its error.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // err is the operation's error when it failed, else readErr.
 func (d *execDone) err(readErr error) error {
@@ -333,7 +453,12 @@ func (d *execDone) err(readErr error) error {
 
 func (d *execDone) close() {
 	d.cancel()
-	d.pipe.Close()
+	if d.pipe != nil {
+		d.pipe.Close()
+	}
+	if d.conn != nil {
+		d.conn.Close()
+	}
 	<-d.ended
 }
 

@@ -32,7 +32,7 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case initproto.FilesArg: // the file agent, exec'd in a workspace's holder
-			os.Exit(fileagent.Main(fileagent.Root, os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+			os.Exit(files(os.Args[2:]))
 		case initproto.HoldArg: // PID 1 of a workspace's holder
 			hold()
 		case relay.Arg: // a run's way out to airlock's egress proxy, exec'd in its sandbox
@@ -243,6 +243,29 @@ type prepared struct {
 	outR, outW *os.File
 	errR, errW *os.File
 	err        error // of the pipes
+}
+
+// files runs the file agent. With "--socket PATH" first, the operation's
+// data (an upload's input, a download's output) goes over a connection to
+// that Unix socket, where airlock listens, instead of the exec's stdin or
+// stdout; a socket it cannot dial exits fileagent.ExitNoSocket before
+// anything is read or written.
+func files(args []string) int {
+	in, out := io.Reader(os.Stdin), io.Writer(os.Stdout)
+	if len(args) >= 3 && args[0] == "--socket" {
+		conn, err := net.Dial("unix", args[1])
+		if err != nil {
+			fmt.Fprint(os.Stderr, err)
+			return fileagent.ExitNoSocket
+		}
+		defer conn.Close()
+		if args = args[2:]; args[0] == "put" || args[0] == "write" {
+			in = conn
+		} else {
+			out = conn
+		}
+	}
+	return fileagent.Main(fileagent.Root, args, in, out, os.Stderr)
 }
 
 // startRelay starts the sandbox's way out when airlock mounted a relay socket

@@ -29,6 +29,7 @@ const (
 	ExitFull      = 43 // the workspace is full (ENOSPC, EDQUOT)
 	ExitTooLarge  = 44 // a file or tree whose apparent size is over the caller's limit
 	ExitCut       = 45 // stdin ended without the end mark: nothing was written
+	ExitNoSocket  = 46 // the init could not dial the socket it was given for the data (cmd/airlock-init)
 )
 
 // failure is an operation's refusal: an exit code, and what stderr says.
