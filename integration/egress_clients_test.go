@@ -3,6 +3,7 @@ package integration
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
@@ -15,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -281,6 +283,149 @@ func TestEgressGitClone(t *testing.T) {
 		}
 		if en, ok := egressEntryAt(res, "git.test", port); !ok || en.Decision != "allowed" || en.Connections < 1 || en.BytesIn == 0 || en.BytesOut == 0 {
 			t.Errorf("git.test:%d: %+v in %+v; want allowed, with a connection and bytes both ways", port, en, res.Egress)
+		}
+	})
+}
+
+// aptRepo is a flat apt repository of one package, airlock-hello, whose one
+// file says hello: built with the host's dpkg-deb, unsigned (the sandbox
+// trusts it by its sources line).
+func aptRepo(t *testing.T) http.Handler {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "pkg")
+	for name, text := range map[string]string{
+		"DEBIAN/control":                    "Package: airlock-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: airlock <test@airlock.test>\nDescription: fetched through airlock's proxy\n",
+		"usr/share/airlock-hello/hello.txt": "fetched by apt through airlock's proxy\n",
+	} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deb := filepath.Join(dir, "airlock-hello_1.0_all.deb")
+	if out, err := exec.Command("dpkg-deb", "--build", "--root-owner-group", root, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v: %s", err, out)
+	}
+	debBytes, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	debSum := sha256.Sum256(debBytes)
+	packages := fmt.Sprintf("Package: airlock-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: airlock <test@airlock.test>\n"+
+		"Filename: ./airlock-hello_1.0_all.deb\nSize: %d\nSHA256: %s\nDescription: fetched through airlock's proxy\n\n", len(debBytes), hex.EncodeToString(debSum[:]))
+	pkgSum := sha256.Sum256([]byte(packages))
+	release := fmt.Sprintf("Origin: airlock-test\nLabel: airlock-test\nSuite: stable\nCodename: stable\nDate: Thu, 01 Jan 2026 00:00:00 UTC\nArchitectures: all amd64\nSHA256:\n %s %d Packages\n",
+		hex.EncodeToString(pkgSum[:]), len(packages))
+	files := map[string][]byte{"/Release": []byte(release), "/Packages": []byte(packages), "/airlock-hello_1.0_all.deb": debBytes}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[path.Clean(r.URL.Path)] // apt asks for /./Packages
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	})
+}
+
+// TestEgressApt: apt, which sends absolute URIs to the proxy of http_proxy,
+// updates from the test's repository and downloads its package, as the
+// sandbox's user (its own lists and cache under /tmp). Under runc only: the
+// gVisor Debian ships (release 20221219) answers every statx(2) of this
+// image's coreutils and apt with EINVAL, network or not (`docker run
+// --runtime runsc airlock/debian stat /usr/lib` fails the same way).
+func TestEgressApt(t *testing.T) {
+	s := httptest.NewServer(aptRepo(t))
+	t.Cleanup(s.Close)
+	port := s.Listener.Addr().(*net.TCPAddr).Port
+	e := egressExecutor(t, nil)
+	t.Run("runc", func(t *testing.T) {
+		rt := "runc"
+		spec := clientsSpec("", fmt.Sprintf(`
+mkdir -p /tmp/apt/lists/partial /tmp/apt/cache/archives/partial /tmp/dl &&
+echo "deb [trusted=yes] http://apt.test:%d/ ./" > /tmp/apt/sources.list &&
+set -- -o Dir::Etc::SourceList=/tmp/apt/sources.list -o Dir::Etc::SourceParts=/dev/null \
+	-o Dir::State::Lists=/tmp/apt/lists -o Dir::Cache=/tmp/apt/cache -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)" &&
+apt-get -q "$@" update && cd /tmp/dl && apt-get -q "$@" download airlock-hello &&
+dpkg-deb -x airlock-hello_1.0_all.deb /tmp/x && cat /tmp/x/usr/share/airlock-hello/hello.txt`, port),
+			fmt.Sprintf("apt.test:%d", port))
+		spec.Runtime = rt
+		res := runWith(t, e, spec)
+		if res.ExitCode != 0 || !strings.HasSuffix(res.Stdout, "fetched by apt through airlock's proxy\n") {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		if en, ok := egressEntryAt(res, "apt.test", port); !ok || en.Decision != "allowed" || en.BytesIn < 500 {
+			t.Errorf("apt.test:%d: %+v in %+v; want allowed, with the repository's bytes", port, en, res.Egress)
+		}
+	})
+}
+
+// fetcherSource is a Go program that prints what a URL answers, through
+// net/http's default client: the proxy comes from the environment.
+const fetcherSource = `package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+)
+
+func main() {
+	resp, err := http.Get(os.Args[1])
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d %s", resp.StatusCode, body)
+}
+`
+
+// TestEgressGoClient: a Go program (net/http, which reads HTTPS_PROXY and
+// SSL_CERT_FILE) reaches an allowed name over HTTPS and gets the proxy's 403
+// for another; the program is built on the host and put in a workspace;
+// under runc and gVisor.
+func TestEgressGoClient(t *testing.T) {
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "go.mod"), []byte("module fetcher\n\ngo 1.22\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "main.go"), []byte(fetcherSource), 0o644)
+	build := exec.Command("go", "build", "-o", "fetcher", ".")
+	build.Dir, build.Env = src, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	bin, err := os.ReadFile(filepath.Join(src, "fetcher"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, ca := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from %s", r.Host)
+	}))
+	e := egressExecutor(t, nil)
+	ctx := t.Context()
+	w, err := e.CreateWorkspace(ctx, executor.WorkspaceSpec{}, executor.Caller{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.RemoveWorkspace(context.Background(), w.ID, executor.Caller{}) })
+	if err := e.PutFile(ctx, w.ID, "fetcher", 0o755, bytes.NewReader(bin), executor.Caller{}); err != nil {
+		t.Fatal(err)
+	}
+	eachRuntime(t, func(t *testing.T, rt string) {
+		res := runWith(t, e, executor.Spec{Runtime: rt, Workspace: w.ID, Timeout: 60, Egress: []string{fmt.Sprintf("pypi.test:%d", port)},
+			Env: map[string]string{"CA": ca, "SSL_CERT_FILE": "/tmp/ca.pem"},
+			Command: fmt.Sprintf(`printf '%%s' "$CA" > /tmp/ca.pem && ./fetcher https://pypi.test:%[1]d/ && echo && ./fetcher https://other.test:%[1]d/`, port)})
+		want := fmt.Sprintf("200 hello from pypi.test:%d\n", port)
+		if !strings.HasPrefix(res.Stdout, want) || !strings.Contains(res.Stdout, "Forbidden") || res.ExitCode != 1 {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		if en, ok := egressEntryAt(res, "other.test", port); !ok || en.Decision != "denied" {
+			t.Errorf("other.test:%d: %+v in %+v; want denied", port, en, res.Egress)
 		}
 	})
 }

@@ -140,7 +140,7 @@ func egressExecutorIn(t *testing.T, dir string, configure func(*executor.EgressC
 	cfg.Egress.Resolver = names{
 		"pypi.test": netip.MustParseAddr("127.0.0.1"), "files.pypi.test": netip.MustParseAddr("127.0.0.1"),
 		"other.test": netip.MustParseAddr("127.0.0.1"), "git.test": netip.MustParseAddr("127.0.0.1"), "private.test": netip.MustParseAddr("10.1.2.3"),
-		"metadata.test": netip.MustParseAddr("169.254.169.254"),
+		"metadata.test": netip.MustParseAddr("169.254.169.254"), "apt.test": netip.MustParseAddr("127.0.0.1"),
 	}
 	cfg.Egress.AllowCIDRs = []string{"127.0.0.0/8"}
 	if configure != nil {
