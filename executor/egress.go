@@ -117,10 +117,17 @@ func (e *Executor) listenRelay(ctx context.Context, name, runtime string) (*rela
 		return nil, "", fmt.Errorf("%w: the relay's directory: %v", ErrEngine, err)
 	}
 	sock := filepath.Join(dir, filepath.Base(relay.Socket))
-	ln, err := net.Listen("unix", sock)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err == nil {
 		// The sandbox's user is not airlock's: its init must be able to dial.
 		err = os.Chmod(sock, 0o666)
+	}
+	// Under runc the sandbox's connections are the host kernel's: the init
+	// hands each one over and airlock serves it directly, with no copy in
+	// between. gVisor's are its own, and the init copies them.
+	passFD := !ownKernel(runtime)
+	if err == nil && passFD {
+		err = os.WriteFile(filepath.Join(dir, filepath.Base(relay.PassFD)), nil, 0o644)
 	}
 	if err != nil {
 		if ln != nil {
@@ -130,6 +137,9 @@ func (e *Executor) listenRelay(ctx context.Context, name, runtime string) (*rela
 		return nil, "", fmt.Errorf("%w: the relay's socket: %v", ErrEngine, err)
 	}
 	x := &relayLink{conns: ln, done: make(chan struct{})}
+	if passFD {
+		x.conns = relay.NewFDListener(ln)
+	}
 	x.stop = func() { os.RemoveAll(dir) }
 	close(x.done)
 	return x, dir, nil

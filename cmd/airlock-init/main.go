@@ -279,7 +279,8 @@ func startRelay() {
 	if err != nil {
 		return
 	}
-	go relay.Forward(ln, relay.Socket)
+	_, err = os.Lstat(relay.PassFD)
+	go relay.Forward(ln, relay.Socket, err == nil)
 }
 
 func prepare() prepared {

@@ -423,7 +423,7 @@ func (s *Session) tunnel(l *link, br *bufio.Reader, u *upstream) {
 		}
 		outErr <- err
 	}()
-	inErr := copyData(l.client, u)
+	_, inErr := copyOut(l.client, u, -1)
 	if inErr == nil {
 		if cw, ok := l.client.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
@@ -467,6 +467,103 @@ func copyData(dst io.Writer, src io.Reader) error {
 			return rerr
 		}
 	}
+}
+
+// copyOut copies n bytes (n < 0: until its end) from the origin u to dst,
+// each read reserved from the session's download cap before it moves. It
+// reads through a buffer, counting as the bytes come, until a read fills the
+// buffer: a bulk transfer, which from then on the kernel moves (splice(2))
+// when dst and u's connection are both TCP connections (a sandbox's
+// connection handed over by its relay, and an origin), a chunk at a time, so
+// that no byte passes through airlock's memory.
+func copyOut(dst io.Writer, u *upstream, n int64) (int64, error) {
+	buf := make([]byte, 32<<10)
+	rf, _ := dst.(io.ReaderFrom)
+	splice := false
+	var total int64
+	for n != 0 {
+		if !splice {
+			want := int64(len(buf))
+			if n > 0 && n < want {
+				want = n
+			}
+			got, err := u.Read(buf[:want])
+			if got > 0 {
+				if _, werr := dst.Write(buf[:got]); werr != nil {
+					return total, werr
+				}
+				total += int64(got)
+				if n > 0 {
+					n -= int64(got)
+				}
+			}
+			if err == io.EOF {
+				if n > 0 {
+					return total, io.ErrUnexpectedEOF
+				}
+				return total, nil
+			}
+			if err != nil {
+				return total, err
+			}
+			splice = rf != nil && got == len(buf)
+			continue
+		}
+		chunk := int64(1 << 20)
+		if n > 0 && n < chunk {
+			chunk = n
+		}
+		allowed := int64(u.s.in.reserve(int(chunk)))
+		if allowed == 0 {
+			return total, u.hit(fmt.Sprintf("download cap of %d bytes reached", u.s.in.max))
+		}
+		moved, err := rf.ReadFrom(io.LimitReader(u.Conn, allowed))
+		u.s.in.release(int(allowed - moved))
+		u.t.in.Add(moved)
+		total += moved
+		if n > 0 {
+			n -= moved
+		}
+		if err != nil {
+			return total, err
+		}
+		if moved < allowed { // the origin's end
+			if n > 0 {
+				return total, io.ErrUnexpectedEOF
+			}
+			return total, nil
+		}
+	}
+	return total, nil
+}
+
+// bigBody is the size from which a response's body is copied by copyOut
+// rather than through net/http's writer.
+const bigBody = 1 << 20
+
+// writeBig writes resp, whose body of resp.ContentLength bytes (at least
+// bigBody, no trailer) comes from u, to the client: its head as net/http
+// writes one, then what ubr already holds of the body, then the rest from
+// u by copyOut.
+func writeBig(client net.Conn, resp *http.Response, u *upstream, ubr *bufio.Reader) error {
+	bw := bufio.NewWriterSize(client, 4<<10)
+	fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status)
+	h := resp.Header.Clone()
+	h.Del("Content-Length")
+	if resp.Close {
+		h.Set("Connection", "close")
+	}
+	h.Write(bw)
+	fmt.Fprintf(bw, "Content-Length: %d\r\n\r\n", resp.ContentLength)
+	held := min(int64(ubr.Buffered()), resp.ContentLength)
+	if _, err := io.CopyN(bw, ubr, held); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := copyOut(client, u, resp.ContentLength-held)
+	return err
 }
 
 // hopHeaders are the headers of one hop, never forwarded (RFC 9110, 7.6.1).
@@ -636,7 +733,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		l.failed(u, "no answer", err)
 		return false, false
 	}
-	defer resp.Body.Close()
+	defer func() { resp.Body.Close() }() // writeBig takes the body itself
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: switching protocols is not carried", u.key))
 		return false, false
@@ -647,7 +744,14 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	keep = !req.Close && !originClose && !unbounded
 	resp.Close = !keep
-	if err := resp.Write(l.client); err != nil {
+	if resp.ContentLength >= bigBody && len(resp.TransferEncoding) == 0 && resp.Trailer == nil && req.Method != http.MethodHead &&
+		!strings.HasPrefix(resp.Status, "1") {
+		err := writeBig(l.client, resp, u, ubr)
+		resp.Body = http.NoBody // read whole, or the connection goes
+		if err != nil {
+			return false, false
+		}
+	} else if err := resp.Write(l.client); err != nil {
 		return false, false
 	}
 	if originClose || unbounded {

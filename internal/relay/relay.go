@@ -24,10 +24,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
 )
 
 // Addr is where the relay listens inside the sandbox.
@@ -37,10 +39,13 @@ const Addr = "127.0.0.1:3128"
 const Arg = "relay"
 
 // SocketDir is where a sandbox sees its relay's directory, and Socket the
-// socket airlock listens on there.
+// socket airlock listens on there. PassFD, when present there, says that
+// the sandbox's connections are the host kernel's (not gVisor's), to hand
+// over rather than copy (Forward).
 const (
 	SocketDir = "/.airlock-relay"
 	Socket    = SocketDir + "/egress.sock"
+	PassFD    = SocketDir + "/pass-fd"
 )
 
 // ready is the line the relay writes once it listens, before the streams.
@@ -138,10 +143,13 @@ func Serve(ln net.Listener, in io.Reader, out io.Writer) error {
 	}
 }
 
-// Forward carries every connection ln accepts to a connection of its own to
-// the Unix socket at socket, until ln fails. A connection airlock refuses is
-// closed at once.
-func Forward(ln net.Listener, socket string) error {
+// Forward carries every connection ln accepts to airlock's Unix socket at
+// socket: with passFD it hands the connection itself over (its descriptor,
+// SCM_RIGHTS) and is out of its path from then on; otherwise it copies both
+// ways over a connection of its own to the socket (gVisor, whose loopback
+// connections are not the host kernel's to hand over). It returns when ln
+// fails.
+func Forward(ln net.Listener, socket string, passFD bool) error {
 	defer ln.Close()
 	for {
 		c, err := ln.Accept()
@@ -155,10 +163,123 @@ func Forward(ln net.Listener, socket string) error {
 				return
 			}
 			defer up.Close()
+			if passFD {
+				handOver(c.(*net.TCPConn), up.(*net.UnixConn))
+				return
+			}
 			pipe(c, up)
 		}()
 	}
 }
+
+// handOver sends c's descriptor over up: airlock serves c from then on.
+func handOver(c *net.TCPConn, up *net.UnixConn) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	raw.Control(func(fd uintptr) {
+		up.WriteMsgUnix([]byte{0}, unix.UnixRights(int(fd)), nil)
+	})
+}
+
+// FDListener is airlock's side of a relay that hands connections over
+// (Forward with passFD): each connection to its socket brings one TCP
+// connection of the sandbox's loopback, which Accept returns. Whatever else
+// comes (no descriptor, several, one that is not a TCP connection) is closed
+// and dropped: the sandbox's programs can dial the socket too.
+type FDListener struct {
+	ln    *net.UnixListener
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+// NewFDListener receives connections on ln until Close.
+func NewFDListener(ln *net.UnixListener) *FDListener {
+	l := &FDListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{})}
+	go func() {
+		for {
+			u, err := ln.AcceptUnix()
+			if err != nil {
+				l.Close()
+				return
+			}
+			go func() {
+				c, err := receiveConn(u)
+				u.Close()
+				if err != nil {
+					return
+				}
+				select {
+				case l.conns <- c:
+				case <-l.done:
+					c.Close()
+				}
+			}()
+		}
+	}()
+	return l
+}
+
+// Accept waits for the next connection handed over.
+func (l *FDListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops receiving; connections already accepted are the caller's.
+func (l *FDListener) Close() error {
+	l.once.Do(func() {
+		close(l.done)
+		l.ln.Close()
+	})
+	return nil
+}
+
+// receiveConn reads the one descriptor u brings, within handOverTimeout,
+// and returns it as a TCP connection.
+func receiveConn(u *net.UnixConn) (net.Conn, error) {
+	u.SetReadDeadline(time.Now().Add(handOverTimeout))
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	_, oobn, flags, _, err := u.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			got, _ := unix.ParseUnixRights(&m)
+			fds = append(fds, got...)
+		}
+	}
+	if flags&unix.MSG_CTRUNC != 0 || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, errors.New("relay: not one descriptor")
+	}
+	f := os.NewFile(uintptr(fds[0]), "relayed")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return nil, errors.New("relay: not a TCP connection")
+	}
+	return tc, nil
+}
+
+// handOverTimeout bounds how long a connection to the socket may take to
+// bring its descriptor.
+const handOverTimeout = 10 * time.Second
 
 // pipe copies both ways until both ends are done, passing on half-closes.
 func pipe(a, b net.Conn) {
