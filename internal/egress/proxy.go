@@ -392,6 +392,10 @@ func (s *Session) connect(l *link, br *bufio.Reader, req *http.Request) {
 	}
 	t, ref := s.vet(s.ctx, host, port)
 	if ref == nil {
+		if secrets := s.secretsFor(host, port); len(secrets) > 0 {
+			s.intercept(l, br, t, secrets)
+			return
+		}
 		var u *upstream
 		u, ref = s.dial(t, true)
 		if ref == nil {
@@ -512,7 +516,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	}
 	k := hostPort{host, port}
 	for _, h := range hosts {
-		if !sameHost(h, k) {
+		if !sameHost(h, k, 80) {
 			why := fmt.Sprintf("Host header %q differs from the URI's host %q", h, req.URL.Host)
 			s.noteRefused(k, why)
 			l.refuse(http.StatusBadRequest, why)
@@ -557,9 +561,9 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 }
 
 // sameHost reports whether a Host header names k: same host, and same port,
-// 80 when it names none.
-func sameHost(h string, k hostPort) bool {
-	host, port := h, "80"
+// defaultPort when it names none.
+func sameHost(h string, k hostPort, defaultPort uint16) bool {
+	host, port := h, strconv.Itoa(int(defaultPort))
 	if hh, p, err := net.SplitHostPort(h); err == nil {
 		host, port = hh, p
 	} else {
@@ -595,6 +599,11 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		out.TransferEncoding = []string{"chunked"}
 	}
 	dropHopHeaders(out.Header)
+	for _, sec := range u.secrets {
+		if sec.apply(out.Header) {
+			s.noteSecret(u.key, sec.Name)
+		}
+	}
 	if _, ok := out.Header["User-Agent"]; !ok {
 		// Request.Write would add Go's own.
 		out.Header["User-Agent"] = []string{""}
@@ -607,7 +616,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		}
 	}
 	var err error
-	if s.p.UpstreamProxy != nil {
+	if s.p.UpstreamProxy != nil && u.secrets == nil {
 		if a := s.proxyAuth(); a != "" {
 			out.Header.Set("Proxy-Authorization", a)
 		}
@@ -643,6 +652,9 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 	}
 	originClose := resp.Close
 	dropHopHeaders(resp.Header)
+	for _, sec := range u.secrets {
+		sec.hide(resp.Header)
+	}
 	unbounded := resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 &&
 		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	keep = !req.Close && !originClose && !unbounded

@@ -1,0 +1,158 @@
+package egress
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strings"
+)
+
+// Secret is a credential the proxy puts into a run's requests to its hosts,
+// and only there: the sandbox holds a Placeholder, worthless anywhere else.
+// The proxy sees the requests of a secret's hosts only when it terminates
+// their TLS (Policy.Authority); it never puts a value into plain HTTP.
+type Secret struct {
+	// Name is what the run asked for ("GIT_TOKEN"); the report and the logs
+	// name the secret by it, never by its value.
+	Name  string
+	Value string
+	// Placeholder stands for Value in the sandbox: in a request to one of
+	// Rules's hosts, every header that carries it (Basic credentials
+	// included, decoded) gets Value in its place.
+	Placeholder string
+	// Rules are the hosts the secret is for.
+	Rules []Rule
+	// Header, when set, is "Name: template", set on every request to the
+	// hosts, with {value} in the template replaced by Value:
+	// "Authorization: Bearer {value}".
+	Header string
+	// BasicUser, when set, sets "Authorization: Basic" of BasicUser:Value on
+	// every request to the hosts (git's user and token).
+	BasicUser string
+}
+
+// PlaceholderPrefix begins every placeholder.
+const PlaceholderPrefix = "airlock-secret-"
+
+// NewPlaceholder returns a new placeholder, random, for one secret of one
+// run.
+func NewPlaceholder() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return PlaceholderPrefix + hex.EncodeToString(b)
+}
+
+// CheckSecretHeader reports whether h is a header template as Secret.Header
+// takes it: "Name: template", the template holding {value}.
+func CheckSecretHeader(h string) error {
+	name, tmpl, ok := strings.Cut(h, ":")
+	name = strings.TrimSpace(name)
+	switch {
+	case !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || textproto.CanonicalMIMEHeaderKey(name) == "":
+		return fmt.Errorf("%q is not Name: template", h)
+	case !strings.Contains(tmpl, "{value}"):
+		return fmt.Errorf("%q has no {value} in its template", h)
+	case strings.ContainsAny(tmpl, "\r\n\x00"):
+		return fmt.Errorf("%q spans lines", h)
+	}
+	for _, hop := range hopHeaders {
+		if strings.EqualFold(name, hop) {
+			return fmt.Errorf("%q names a header of one hop, which never reaches the origin", h)
+		}
+	}
+	return nil
+}
+
+// binds reports whether the secret is for host on port.
+func (sec *Secret) binds(host string, port uint16) bool {
+	for _, r := range sec.Rules {
+		if r.Match(host, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply puts the secret into h, a request's headers for one of its hosts,
+// and reports whether it did.
+func (sec *Secret) apply(h http.Header) bool {
+	applied := false
+	if sec.Placeholder != "" {
+		for name, vals := range h {
+			for i, v := range vals {
+				if nv := sec.replaceIn(v); nv != v {
+					h[name][i], applied = nv, true
+				}
+			}
+		}
+	}
+	if sec.Header != "" {
+		name, tmpl, _ := strings.Cut(sec.Header, ":")
+		h.Set(strings.TrimSpace(name), strings.TrimSpace(strings.ReplaceAll(tmpl, "{value}", sec.Value)))
+		applied = true
+	}
+	if sec.BasicUser != "" {
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(sec.BasicUser+":"+sec.Value)))
+		applied = true
+	}
+	return applied
+}
+
+// replaceIn returns v with the placeholder replaced by the value, in Basic
+// credentials too (git sends a URL's user:token so).
+func (sec *Secret) replaceIn(v string) string {
+	v = strings.ReplaceAll(v, sec.Placeholder, sec.Value)
+	scheme, cred, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return v
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil || !strings.Contains(string(raw), sec.Placeholder) {
+		return v
+	}
+	return scheme + " " + base64.StdEncoding.EncodeToString([]byte(strings.ReplaceAll(string(raw), sec.Placeholder, sec.Value)))
+}
+
+// hide replaces the value by the placeholder in h, a response's headers, so
+// that an origin that echoes a header back does not hand the value to the
+// sandbox there. A body is not scanned: the Result's output is (see the
+// executor).
+func (sec *Secret) hide(h http.Header) {
+	for name, vals := range h {
+		for i, v := range vals {
+			if strings.Contains(v, sec.Value) {
+				h[name][i] = strings.ReplaceAll(v, sec.Value, sec.Placeholder)
+			}
+		}
+	}
+}
+
+// secretsFor returns the session's secrets bound to host on port.
+func (s *Session) secretsFor(host string, port uint16) []*Secret {
+	var out []*Secret
+	for i := range s.p.Secrets {
+		if sec := &s.p.Secrets[i]; sec.Value != "" && sec.binds(host, port) {
+			out = append(out, sec)
+		}
+	}
+	return out
+}
+
+// noteSecret records, once per host, that a secret was put into a request
+// to k; the log names the secret, never its value.
+func (s *Session) noteSecret(k hostPort, name string) {
+	s.mu.Lock()
+	t := s.tallyLocked(k)
+	first := t.secrets == nil || !t.secrets[name]
+	if t.secrets == nil {
+		t.secrets = map[string]bool{}
+	}
+	t.secrets[name] = true
+	s.mu.Unlock()
+	if first {
+		s.log.Info("egress secret applied", "secret", name, "host", k.host, "port", k.port)
+	}
+}
