@@ -146,7 +146,7 @@ func (x *relayExec) close() {
 // startEgress serves, with a proxy session for the run's hosts, every
 // connection of the relay in the started container cid: warm, the relay the
 // pool started in it (nil when it has none), else one started now as user.
-func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string, warm *relayExec) (*egressRun, error) {
+func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string, warm *relayExec, secrets runSecrets) (*egressRun, error) {
 	rules, err := egress.ParseRules(patterns)
 	if err != nil {
 		return nil, err
@@ -171,7 +171,8 @@ func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patter
 	r.sess = egress.NewSession(sctx, egress.Policy{
 		Rules: rules, AllowCIDRs: bounds.AllowCIDRs, Resolver: c.Resolver, UpstreamProxy: upstream,
 		MaxConns: c.MaxConns, MaxBytesIn: c.MaxBytesIn, MaxBytesOut: c.MaxBytesOut, MaxLifetime: c.MaxLifetime,
-		Logger: e.cfg.Logger.With("id", id),
+		Logger:  e.cfg.Logger.With("id", id),
+		Secrets: secrets, Authority: e.authorityFor(secrets), OriginRoots: c.OriginRoots,
 	})
 	go func() {
 		for {
@@ -195,7 +196,7 @@ func (r *egressRun) close() []api.EgressEntry {
 	var out []api.EgressEntry
 	for _, en := range r.sess.Report() {
 		out = append(out, api.EgressEntry{Host: en.Host, Port: int(en.Port), Decision: string(en.Decision), Reason: en.Reason,
-			Connections: int64(en.Connections), Refused: int64(en.Refused), BytesIn: en.BytesIn, BytesOut: en.BytesOut})
+			Connections: int64(en.Connections), Refused: int64(en.Refused), BytesIn: en.BytesIn, BytesOut: en.BytesOut, Secrets: en.Secrets})
 	}
 	return out
 }
