@@ -21,3 +21,17 @@ type Secret struct {
 	// every request to the hosts, as git sends a user and token.
 	BasicUser string `json:"basic_user,omitempty"`
 }
+
+// SecretInfo is a secret as the API lists it: everything but its value.
+type SecretInfo struct {
+	Name      string   `json:"name"`
+	Hosts     []string `json:"hosts"`
+	Header    string   `json:"header,omitempty"`
+	BasicUser string   `json:"basic_user,omitempty"`
+}
+
+// SecretList is the answer of GET /v1/secrets: the secrets a tenant may
+// name, its own and the operator's, without values.
+type SecretList struct {
+	Secrets []SecretInfo `json:"secrets"`
+}

@@ -225,7 +225,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	for i, sec := range c.Secrets {
-		if err := CheckSecret(sec); err != nil {
+		if err := c.CheckSecret(sec, Caller{}); err != nil {
 			return fmt.Errorf("config: secrets[%d]: %w", i, err)
 		}
 	}

@@ -26,9 +26,23 @@ import (
 // (SSL_CERT_FILE), Python's requests, Node, git and curl.
 var trustVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
 
-// CheckSecret reports the first invalid field of a secret's definition,
-// named as in its JSON, for a server's configuration and its route.
-func CheckSecret(sec Secret) error {
+// CheckSecret reports the first invalid field of sec, named as in its JSON:
+// its definition, then its hosts within the Config's egress bounds and the
+// caller's. A server checks its configuration's secrets and a tenant's
+// stored ones with it.
+func (c *Config) CheckSecret(sec Secret, caller Caller) error {
+	if err := checkSecretDef(sec); err != nil {
+		return err
+	}
+	_, err := c.normalizeEgress(sec.Hosts, caller)
+	if se := (*SpecError)(nil); errors.As(err, &se) {
+		return &SpecError{Field: "hosts", Reason: se.Reason}
+	}
+	return err
+}
+
+// checkSecretDef reports the first invalid field of a secret's definition.
+func checkSecretDef(sec Secret) error {
 	bad := func(field, format string, args ...any) error {
 		return &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}

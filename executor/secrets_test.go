@@ -60,7 +60,7 @@ func TestNormalizeSecrets(t *testing.T) {
 
 func TestCheckSecret(t *testing.T) {
 	ok := Secret{Name: "T", Value: "v", Hosts: []string{"api.test"}}
-	if err := CheckSecret(ok); err != nil {
+	if err := checkSecretDef(ok); err != nil {
 		t.Fatal(err)
 	}
 	for field, sec := range map[string]Secret{
@@ -71,7 +71,7 @@ func TestCheckSecret(t *testing.T) {
 		"basic_user": {Name: "T", Value: "v", Hosts: []string{"a.test"}, BasicUser: "a:b"},
 	} {
 		var se *SpecError
-		if err := CheckSecret(sec); !errors.As(err, &se) || se.Field != field {
+		if err := checkSecretDef(sec); !errors.As(err, &se) || se.Field != field {
 			t.Errorf("%+v: %v; want an error on %s", sec, err, field)
 		} else if strings.Contains(err.Error(), "X-Evil") {
 			t.Errorf("the error holds the value: %v", err)
