@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cgi"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -241,5 +243,56 @@ git -C /tmp/repo push -q origin HEAD:main; echo "exit $?"
 		if res.Stdout != "exit 128\n" || !strings.Contains(res.Stderr, "401") && !strings.Contains(res.Stderr, "Authentication failed") && !strings.Contains(res.Stderr, "could not read Username") {
 			t.Errorf("stdout %q stderr %q; want git refused by the server", res.Stdout, res.Stderr)
 		}
+	})
+}
+
+// TestSecretJob: a background job's requests get the value at the bound
+// host; the echo of it is masked in the job's logs and Result before they
+// reach the data dir, where no file ever holds the value.
+func TestSecretJob(t *testing.T) {
+	port, ca := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "got %s\n", r.Header.Get("Authorization"))
+	}))
+	dir := t.TempDir()
+	e := egressExecutorIn(t, dir, func(c *executor.EgressConfig) {
+		c.OriginRoots = x509.NewCertPool()
+		c.OriginRoots.AppendCertsFromPEM([]byte(ca))
+	})
+	value := secretValue(t)
+	caller := executor.Caller{Secrets: []executor.Secret{{Name: "API_TOKEN", Value: value, Hosts: []string{fmt.Sprintf("api.test:%d", port)}, Header: "Authorization: token {value}"}}}
+	spec := clientsSpec(ca, fmt.Sprintf(`curl -sS https://api.test:%d/`, port))
+	spec.Background, spec.Timeout, spec.Secrets = true, 120, []string{"API_TOKEN"}
+	a, err := e.Admit(spec, caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	p, err := e.Launch(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Remove(context.WithoutCancel(ctx), p.ID) })
+	res, err := e.Wait(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := e.Logs(ctx, p.ID, executor.LogsOptions{Stream: "stdout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := "got token [secret API_TOKEN]" + strings.Repeat("*", len(value)-len("[secret API_TOKEN]")) + "\n"
+	if res.ExitCode != 0 || string(logs.Stdout) != masked || res.StdoutTail != masked {
+		t.Errorf("exit %d, logs %q, tail %q; want the value masked: %q\nstderr %s", res.ExitCode, logs.Stdout, res.StdoutTail, masked, res.StderrTail)
+	}
+	if en, ok := egressEntryAt(res, "api.test", port); !ok || len(en.Secrets) != 1 {
+		t.Errorf("the job's egress: %+v", res.Egress)
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), value) {
+				t.Errorf("%s holds the value", p)
+			}
+		}
+		return nil
 	})
 }
