@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/cgi"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -295,4 +297,56 @@ func TestSecretJob(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSecretPooled: a warm sandbox, started before its run and with the
+// pool's relay, gets the run's placeholder and trust bundle at its claim.
+func TestSecretPooled(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	port, ca := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Authorization"))
+		mu.Unlock()
+	}))
+	cfg := executor.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Egress.Resolver = names{"api.test": netip.MustParseAddr("127.0.0.1")}
+	cfg.Egress.AllowCIDRs = []string{"127.0.0.0/8"}
+	cfg.Egress.WarmRelay = true
+	cfg.Egress.OriginRoots = x509.NewCertPool()
+	cfg.Egress.OriginRoots.AppendCertsFromPEM([]byte(ca))
+	value := secretValue(t)
+	cfg.Secrets = []executor.Secret{{Name: "API_TOKEN", Value: value, Hosts: []string{fmt.Sprintf("api.test:%d", port)}}}
+	e, err := executor.New(executor.WithConfig(cfg), executor.WithPool(map[string]int{"airlock/debian": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	hits := func() (idle int, hits int64) {
+		for _, st := range e.PoolStats() {
+			if st.Key.Image == "airlock/debian" && st.Key.Workspace == "" {
+				return st.Idle, st.Hits
+			}
+		}
+		return 0, 0
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if idle, _ := hits(); idle >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never filled")
+		}
+	}
+	res := runWith(t, e, executor.Spec{Image: "airlock/debian", Timeout: 60, Secrets: []string{"API_TOKEN"},
+		Command: fmt.Sprintf(`curl -sS -H "Authorization: Bearer $API_TOKEN" https://api.test:%d/`, port)})
+	if _, h := hits(); res.ExitCode != 0 || h != 1 {
+		t.Fatalf("exit %d, pool hits %d\nstdout %s\nstderr %s", res.ExitCode, h, res.Stdout, res.Stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "Bearer "+value {
+		t.Errorf("the origin got %q; want the value", got)
+	}
 }
