@@ -655,6 +655,9 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 	for _, sec := range u.secrets {
 		sec.hide(resp.Header)
 	}
+	if len(u.secrets) > 0 && resp.Header.Get("Content-Encoding") == "" {
+		resp.Body = &scrubber{r: resp.Body, secrets: u.secrets}
+	}
 	unbounded := resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 &&
 		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	keep = !req.Close && !originClose && !unbounded

@@ -1,10 +1,12 @@
 package egress
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/textproto"
 	"strings"
@@ -118,8 +120,7 @@ func (sec *Secret) replaceIn(v string) string {
 
 // hide replaces the value by the placeholder in h, a response's headers, so
 // that an origin that echoes a header back does not hand the value to the
-// sandbox there. A body is not scanned: the Result's output is (see the
-// executor).
+// sandbox there. A body is scrubbed as it passes (scrubber).
 func (sec *Secret) hide(h http.Header) {
 	for name, vals := range h {
 		for i, v := range vals {
@@ -156,3 +157,48 @@ func (s *Session) noteSecret(k hostPort, name string) {
 		s.log.Info("egress secret applied", "secret", name, "host", k.host, "port", k.port)
 	}
 }
+
+// scrubber is a response body with every secret's value replaced by as many
+// stars, so that an origin that echoes a request back does not hand the
+// value to the sandbox, and the body's length stays what the origin said. It
+// holds back the last bytes it read, fewer than the longest value, until it
+// knows no value begins in them. A compressed body is not scrubbed: its
+// caller does not wrap one.
+type scrubber struct {
+	r       io.ReadCloser
+	secrets []*Secret
+	held    []byte // read, scrubbed, not yet passed on: may begin a value
+	ready   []byte // scrubbed, to pass on
+	err     error  // the body's end, once read
+}
+
+func (s *scrubber) Read(p []byte) (int, error) {
+	for len(s.ready) == 0 {
+		if s.err != nil {
+			if len(s.held) == 0 {
+				return 0, s.err
+			}
+			s.ready, s.held = s.held, nil
+			break
+		}
+		buf := make([]byte, 32<<10)
+		n, err := s.r.Read(buf)
+		s.held = append(s.held, buf[:n]...)
+		s.err = err
+		keep := 0
+		for _, sec := range s.secrets {
+			s.held = bytes.ReplaceAll(s.held, []byte(sec.Value), bytes.Repeat([]byte{'*'}, len(sec.Value)))
+			keep = max(keep, len(sec.Value)-1)
+		}
+		if s.err == nil && len(s.held) > keep {
+			cut := len(s.held) - keep
+			s.ready = bytes.Clone(s.held[:cut])
+			s.held = append(s.held[:0:0], s.held[cut:]...)
+		}
+	}
+	n := copy(p, s.ready)
+	s.ready = s.ready[n:]
+	return n, nil
+}
+
+func (s *scrubber) Close() error { return s.r.Close() }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -111,15 +112,18 @@ func TestSecretPlaceholderOnlyForItsHost(t *testing.T) {
 	s, c, _ := secretSession(t, o, Secret{Name: "API_TOKEN", Value: "s3cret-value", Placeholder: ph})
 
 	resp, body := get(t, c, "https://api.test:"+o.port+"/x", "Bearer "+ph)
-	if want := "api.test:" + o.port + " Bearer s3cret-value"; body != want {
-		t.Errorf("the bound host got %q; want %q", body, want)
+	if want := "api.test:" + o.port + " Bearer s3cret-value"; o.requests()[0] != want {
+		t.Errorf("the bound host got %q; want %q", o.requests()[0], want)
+	}
+	if want := "api.test:" + o.port + " Bearer ************"; body != want {
+		t.Errorf("the echo reached the client as %q; want the value masked: %q", body, want)
 	}
 	if got := resp.Header.Get("X-Echo"); got != "Bearer "+ph {
 		t.Errorf("the echoed header reached the client as %q; want the placeholder back", got)
 	}
 	// Two requests on one kept-alive interception.
-	if _, body := get(t, c, "https://api.test:"+o.port+"/y", "Bearer "+ph); !strings.HasSuffix(body, "Bearer s3cret-value") {
-		t.Errorf("second request: %q", body)
+	if get(t, c, "https://api.test:"+o.port+"/y", "Bearer "+ph); !strings.HasSuffix(o.requests()[1], "Bearer s3cret-value") {
+		t.Errorf("second request: %q", o.requests()[1])
 	}
 	if _, body := get(t, c, "https://other.test:"+o.port+"/x", "Bearer "+ph); body != "other.test:"+o.port+" Bearer "+ph {
 		t.Errorf("another allowed host got %q; want the placeholder unchanged", body)
@@ -154,21 +158,22 @@ func TestSecretNotOverPlainHTTP(t *testing.T) {
 
 func TestSecretHeaderAndBasic(t *testing.T) {
 	o := newSecretOrigin(t)
+	last := func() string { r := o.requests(); return r[len(r)-1] }
 	_, c, _ := secretSession(t, o, Secret{Name: "H", Value: "tok", Header: "Authorization: token {value}"})
-	if _, body := get(t, c, "https://api.test:"+o.port+"/", ""); !strings.HasSuffix(body, " token tok") {
-		t.Errorf("header template: origin got %q", body)
+	if get(t, c, "https://api.test:"+o.port+"/", ""); !strings.HasSuffix(last(), " token tok") {
+		t.Errorf("header template: origin got %q", last())
 	}
 	_, c, _ = secretSession(t, o, Secret{Name: "B", Value: "tok", BasicUser: "git"})
-	if _, body := get(t, c, "https://api.test:"+o.port+"/", ""); !strings.HasSuffix(body, " Basic "+base64.StdEncoding.EncodeToString([]byte("git:tok"))) {
-		t.Errorf("basic user: origin got %q", body)
+	if get(t, c, "https://api.test:"+o.port+"/", ""); !strings.HasSuffix(last(), " Basic "+base64.StdEncoding.EncodeToString([]byte("git:tok"))) {
+		t.Errorf("basic user: origin got %q", last())
 	}
 	// git puts a URL's user:token into Basic credentials: the placeholder
 	// is replaced inside them.
 	ph := NewPlaceholder()
 	_, c, _ = secretSession(t, o, Secret{Name: "P", Value: "tok", Placeholder: ph})
 	basic := func(s string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(s)) }
-	if _, body := get(t, c, "https://api.test:"+o.port+"/", basic("x:"+ph)); !strings.HasSuffix(body, " "+basic("x:tok")) {
-		t.Errorf("placeholder in basic: origin got %q", body)
+	if get(t, c, "https://api.test:"+o.port+"/", basic("x:"+ph)); !strings.HasSuffix(last(), " "+basic("x:tok")) {
+		t.Errorf("placeholder in basic: origin got %q", last())
 	}
 }
 
@@ -298,6 +303,19 @@ func TestCheckSecretHeader(t *testing.T) {
 	} {
 		if err := CheckSecretHeader(h); (err == nil) != ok {
 			t.Errorf("CheckSecretHeader(%q) = %v; want ok %v", h, err, ok)
+		}
+	}
+}
+
+func TestScrubber(t *testing.T) {
+	secrets := []*Secret{{Value: "s3cret"}, {Value: "xy"}}
+	for _, in := range []string{"", "s3cret", "a s3cret b s3cr", "s3crets3cret xy", strings.Repeat("-", 70<<10) + "s3cret"} {
+		want := strings.ReplaceAll(strings.ReplaceAll(in, "s3cret", "******"), "xy", "**")
+		for name, r := range map[string]io.Reader{"whole": strings.NewReader(in), "byte by byte": iotest.OneByteReader(strings.NewReader(in))} {
+			got, err := io.ReadAll(&scrubber{r: io.NopCloser(r), secrets: secrets})
+			if err != nil || string(got) != want {
+				t.Errorf("%s %.40q: %.40q %v; want %.40q", name, in, got, err, want)
+			}
 		}
 	}
 }
