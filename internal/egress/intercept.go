@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,16 +59,8 @@ func (s *Session) intercept(l *link, br *bufio.Reader, t target, secrets []*Secr
 	cbr := bufio.NewReaderSize(tc, maxHead)
 	reused := false
 	for {
-		hosts, err := peekHosts(cbr)
-		if err != nil {
-			if errors.Is(err, errHeadTooLarge) {
-				l.refuse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
-			}
-			return
-		}
-		req, err := http.ReadRequest(cbr)
-		if err != nil {
-			l.refuse(http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+		req, hosts := l.nextRequest(cbr)
+		if req == nil {
 			return
 		}
 		if why := misdirected(req, hosts, t.key); why != "" {

@@ -43,16 +43,8 @@ func (s *Session) Serve(conn net.Conn) {
 	}
 	br := bufio.NewReaderSize(conn, maxHead)
 	for {
-		hosts, err := peekHosts(br)
-		if err != nil {
-			if errors.Is(err, errHeadTooLarge) {
-				l.refuse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
-			}
-			return
-		}
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			l.refuse(http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+		req, hosts := l.nextRequest(br)
+		if req == nil {
 			return
 		}
 		if req.Method == http.MethodConnect {
@@ -63,6 +55,24 @@ func (s *Session) Serve(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// nextRequest reads the next request from the client, with its Host headers
+// (see peekHosts); nil when the client is done or was refused.
+func (l *link) nextRequest(br *bufio.Reader) (*http.Request, []string) {
+	hosts, err := peekHosts(br)
+	if err != nil {
+		if errors.Is(err, errHeadTooLarge) {
+			l.refuse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
+		}
+		return nil, nil
+	}
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		l.refuse(http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+		return nil, nil
+	}
+	return req, hosts
 }
 
 // overCapWait bounds how long a connection over MaxConns may take to send
