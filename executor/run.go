@@ -135,7 +135,9 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		refused.refuse()
 	}
 	sb.relay = nil // it serves no other run
+	o, flushLive := secrets.live(o)
 	res, err = e.supervise(ctx, sb, s, res, o)
+	flushLive()
 	if eg != nil {
 		res.Egress = eg.close() // the run has ended: so does every connection
 	} else if refused != nil {

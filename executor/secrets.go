@@ -1,9 +1,9 @@
 package executor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -154,24 +154,33 @@ func (r runSecrets) env(env map[string]string) map[string]string {
 	return out
 }
 
-// redact replaces every value in s by its mask.
-func (r runSecrets) redact(s string) string {
+// masker replaces every value of r by its mask, in a stream.
+func (r runSecrets) masker() *egress.Masker {
+	var values, masks []string
 	for _, sec := range r {
-		if sec.Value != "" && strings.Contains(s, sec.Value) {
-			s = strings.ReplaceAll(s, sec.Value, mask(sec))
-		}
+		values, masks = append(values, sec.Value), append(masks, mask(sec))
 	}
-	return s
+	return egress.NewMasker(values, masks)
 }
 
-// redactBytes is redact for a job's output, as it is copied.
-func (r runSecrets) redactBytes(p []byte) []byte {
-	for _, sec := range r {
-		if bytes.Contains(p, []byte(sec.Value)) {
-			p = bytes.ReplaceAll(p, []byte(sec.Value), []byte(mask(sec)))
-		}
+// redact replaces every value in s by its mask.
+func (r runSecrets) redact(s string) string {
+	if len(r) == 0 {
+		return s
 	}
-	return p
+	m := r.masker()
+	return string(append(m.Feed([]byte(s)), m.Flush()...))
+}
+
+// redactBytes is redact for a piece of a job's output, as it is copied. A
+// value split between two pieces (the engine's log splits lines past 16
+// KiB) is not masked there.
+func (r runSecrets) redactBytes(p []byte) []byte {
+	if len(r) == 0 {
+		return p
+	}
+	m := r.masker()
+	return append(m.Feed(p), m.Flush()...)
 }
 
 // mask stands for a secret's value in output: "[secret NAME]" padded with
@@ -183,6 +192,53 @@ func mask(sec egress.Secret) string {
 		return strings.Repeat("*", n)
 	} else {
 		return m + strings.Repeat("*", n-len(m))
+	}
+}
+
+// liveOutput masks the values of r in what it passes on to w, a caller's
+// live view of a run's output; flush passes on what it held back.
+type liveOutput struct {
+	mu sync.Mutex
+	w  io.Writer
+	m  *egress.Masker
+}
+
+func (l *liveOutput) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if out := l.m.Feed(p); len(out) > 0 {
+		if _, err := l.w.Write(out); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (l *liveOutput) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if out := l.m.Flush(); len(out) > 0 {
+		l.w.Write(out)
+	}
+}
+
+// live wraps a run's live writers so that no value reaches them; the
+// returned func passes on the last bytes once the run's output has ended.
+func (r runSecrets) live(o runOptions) (runOptions, func()) {
+	if len(r) == 0 {
+		return o, func() {}
+	}
+	var flushes []func()
+	for _, w := range []*io.Writer{&o.stdout, &o.stderr} {
+		if *w != nil {
+			l := &liveOutput{w: *w, m: r.masker()}
+			*w, flushes = l, append(flushes, l.flush)
+		}
+	}
+	return o, func() {
+		for _, f := range flushes {
+			f()
+		}
 	}
 }
 

@@ -88,6 +88,15 @@ func TestRedact(t *testing.T) {
 	if b := r.redactBytes([]byte("0123456789abcdefghij")); len(b) != 20 || strings.Contains(string(b), "0123") {
 		t.Errorf("redactBytes = %q; want the mask, as long as the value", b)
 	}
+	var live strings.Builder
+	o, flush := r.live(runOptions{stdout: &live})
+	for _, b := range []byte("x 0123456789abcdefghij y") {
+		o.stdout.Write([]byte{b}) // a value split across writes is masked too
+	}
+	flush()
+	if want := "x [secret API_TOKEN]** y"; live.String() != want || o.stderr != nil {
+		t.Errorf("live output %q; want %q", live.String(), want)
+	}
 	env := r.env(map[string]string{"A": "1"})
 	if env["A"] != "1" || env["API_TOKEN"] != r[0].Placeholder || env["GIT_SSL_CAINFO"] == "" {
 		t.Errorf("env %v; want A kept, the placeholder and the trust bundle", env)

@@ -249,25 +249,61 @@ git -C /tmp/repo push -q origin HEAD:main; echo "exit $?"
 	})
 }
 
-// TestSecretJob: a background job's requests get the value at the bound
-// host. The origin echoes it gzipped, which the proxy does not scrub (it
-// reads no compressed body), so the value reaches the sandbox: it is masked
-// in the job's logs and Result before they reach the data dir, where no file
-// ever holds it.
-func TestSecretJob(t *testing.T) {
-	port, ca := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// gzipEcho serves, over HTTPS, the Authorization it got, gzipped: the
+// proxy reads no compressed body, so the echo brings the value into the
+// sandbox, and only airlock's masking of the output keeps it out of results
+// and logs.
+func gzipEcho(t *testing.T) (int, string) {
+	return serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		zw := gzip.NewWriter(w)
 		fmt.Fprintf(zw, "got %s\n", r.Header.Get("Authorization"))
 		zw.Close()
 	}))
+}
+
+// secretsCaller is a caller with API_TOKEN for api.test on port, set as a
+// header.
+func secretsCaller(value string, port int) executor.Caller {
+	return executor.Caller{Secrets: []executor.Secret{{Name: "API_TOKEN", Value: value, Hosts: []string{fmt.Sprintf("api.test:%d", port)}, Header: "Authorization: token {value}"}}}
+}
+
+// TestSecretLiveOutput: the value an echo brought into the sandbox is
+// masked in the output a caller follows live, as in the Result.
+func TestSecretLiveOutput(t *testing.T) {
+	port, ca := gzipEcho(t)
+	e := secretsExecutor(t, ca)
+	value := secretValue(t)
+	spec := clientsSpec(ca, fmt.Sprintf(`curl -sS --compressed https://api.test:%d/`, port))
+	spec.Secrets = []string{"API_TOKEN"}
+	a, err := e.Admit(spec, secretsCaller(value, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live strings.Builder
+	res, err := e.Execute(t.Context(), a, executor.WithLiveOutput(&live, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := "got token [secret API_TOKEN]" + strings.Repeat("*", len(value)-len("[secret API_TOKEN]")) + "\n"
+	if res.Stdout != masked || live.String() != masked {
+		t.Errorf("stdout %q, live %q; want both %q\nstderr %s", res.Stdout, live.String(), masked, res.Stderr)
+	}
+}
+
+// TestSecretJob: a background job's requests get the value at the bound
+// host; the value a gzipped echo brought into the sandbox is masked in the
+// job's logs and Result before they reach the data dir, where no file ever
+// holds it.
+func TestSecretJob(t *testing.T) {
+	port, ca := gzipEcho(t)
 	dir := t.TempDir()
 	e := egressExecutorIn(t, dir, func(c *executor.EgressConfig) {
 		c.OriginRoots = x509.NewCertPool()
 		c.OriginRoots.AppendCertsFromPEM([]byte(ca))
 	})
 	value := secretValue(t)
-	caller := executor.Caller{Secrets: []executor.Secret{{Name: "API_TOKEN", Value: value, Hosts: []string{fmt.Sprintf("api.test:%d", port)}, Header: "Authorization: token {value}"}}}
+	caller := secretsCaller(value, port)
 	spec := clientsSpec(ca, fmt.Sprintf(`curl -sS --compressed https://api.test:%d/`, port))
 	spec.Background, spec.Timeout, spec.Secrets = true, 120, []string{"API_TOKEN"}
 	a, err := e.Admit(spec, caller)

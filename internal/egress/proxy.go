@@ -666,7 +666,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		sec.hide(resp.Header)
 	}
 	if len(u.secrets) > 0 && resp.Header.Get("Content-Encoding") == "" {
-		resp.Body = &scrubber{r: resp.Body, secrets: u.secrets}
+		resp.Body = newScrubber(resp.Body, u.secrets)
 	}
 	unbounded := resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 &&
 		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified

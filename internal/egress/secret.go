@@ -160,41 +160,35 @@ func (s *Session) noteSecret(k hostPort, name string) {
 
 // scrubber is a response body with every secret's value replaced by as many
 // stars, so that an origin that echoes a request back does not hand the
-// value to the sandbox, and the body's length stays what the origin said. It
-// holds back the last bytes it read, fewer than the longest value, until it
-// knows no value begins in them. A compressed body is not scrubbed: its
-// caller does not wrap one.
+// value to the sandbox, and the body's length stays what the origin said. A
+// compressed body is not scrubbed: its caller does not wrap one.
 type scrubber struct {
-	r       io.ReadCloser
-	secrets []*Secret
-	held    []byte // read, scrubbed, not yet passed on: may begin a value
-	ready   []byte // scrubbed, to pass on
-	err     error  // the body's end, once read
+	r     io.ReadCloser
+	m     *Masker
+	ready []byte // masked, to pass on
+	err   error  // the body's end, once read
+}
+
+func newScrubber(r io.ReadCloser, secrets []*Secret) *scrubber {
+	var values, masks []string
+	for _, sec := range secrets {
+		values, masks = append(values, sec.Value), append(masks, strings.Repeat("*", len(sec.Value)))
+	}
+	return &scrubber{r: r, m: NewMasker(values, masks)}
 }
 
 func (s *scrubber) Read(p []byte) (int, error) {
 	for len(s.ready) == 0 {
 		if s.err != nil {
-			if len(s.held) == 0 {
+			if s.ready = s.m.Flush(); len(s.ready) == 0 {
 				return 0, s.err
 			}
-			s.ready, s.held = s.held, nil
 			break
 		}
 		buf := make([]byte, 32<<10)
-		n, err := s.r.Read(buf)
-		s.held = append(s.held, buf[:n]...)
-		s.err = err
-		keep := 0
-		for _, sec := range s.secrets {
-			s.held = bytes.ReplaceAll(s.held, []byte(sec.Value), bytes.Repeat([]byte{'*'}, len(sec.Value)))
-			keep = max(keep, len(sec.Value)-1)
-		}
-		if s.err == nil && len(s.held) > keep {
-			cut := len(s.held) - keep
-			s.ready = bytes.Clone(s.held[:cut])
-			s.held = append(s.held[:0:0], s.held[cut:]...)
-		}
+		var n int
+		n, s.err = s.r.Read(buf)
+		s.ready = s.m.Feed(buf[:n])
 	}
 	n := copy(p, s.ready)
 	s.ready = s.ready[n:]
@@ -202,3 +196,53 @@ func (s *scrubber) Read(p []byte) (int, error) {
 }
 
 func (s *scrubber) Close() error { return s.r.Close() }
+
+// Masker replaces values in a stream that comes in pieces, a value split
+// between two of them included: it holds back the last bytes it was fed,
+// fewer than the longest value, until it knows no value begins in them.
+// Each value's mask should be as long as it, so that counts of bytes hold.
+type Masker struct {
+	values, masks [][]byte
+	keep          int
+	held          []byte
+}
+
+// NewMasker returns a Masker that replaces values[i] by masks[i]; empty
+// values are left out.
+func NewMasker(values, masks []string) *Masker {
+	m := &Masker{}
+	for i, v := range values {
+		if v != "" {
+			m.values, m.masks = append(m.values, []byte(v)), append(m.masks, []byte(masks[i]))
+			m.keep = max(m.keep, len(v)-1)
+		}
+	}
+	return m
+}
+
+// Feed takes the stream's next piece and returns what may be passed on.
+func (m *Masker) Feed(p []byte) []byte {
+	if len(m.values) == 0 {
+		return p
+	}
+	m.held = append(m.held, p...)
+	for i, v := range m.values {
+		if bytes.Contains(m.held, v) {
+			m.held = bytes.ReplaceAll(m.held, v, m.masks[i])
+		}
+	}
+	if len(m.held) <= m.keep {
+		return nil
+	}
+	cut := len(m.held) - m.keep
+	out := bytes.Clone(m.held[:cut])
+	m.held = append(m.held[:0:0], m.held[cut:]...)
+	return out
+}
+
+// Flush returns what Feed held back, at the stream's end.
+func (m *Masker) Flush() []byte {
+	out := m.held
+	m.held = nil
+	return out
+}
