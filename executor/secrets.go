@@ -98,7 +98,7 @@ func (c *Config) normalizeSecrets(s Spec, caller Caller) ([]string, error) {
 		}
 		sec, ok := c.findSecret(name, caller)
 		if !ok {
-			return bad("secrets", "no secret named %q: the server and the tenant store none by this name", name)
+			return bad("secrets", "no secret named %q: neither the operator nor the caller has one by this name", name)
 		}
 		if _, ok := s.Env[name]; ok {
 			return bad("env."+name, "is also a secret the run asks for: airlock sets its variable")
