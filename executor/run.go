@@ -144,10 +144,10 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		refused.cut()
 		go refused.close()
 	}
-	secrets.redactResult(&res)
 	if err == nil && s.Report != "" {
 		res.Tests = e.testReport(context.WithoutCancel(ctx), s, a.caller)
 	}
+	secrets.redactResult(&res)
 	return res, err
 }
 

@@ -242,9 +242,17 @@ func (r runSecrets) live(o runOptions) (runOptions, func()) {
 	}
 }
 
-// redactResult redacts the output a Result carries.
+// redactResult redacts what the command wrote that a Result carries: its
+// output, and the failures of its test reports.
 func (r runSecrets) redactResult(res *Result) {
-	for _, p := range []*string{&res.Stdout, &res.Stderr, &res.StdoutTail, &res.StderrTail, &res.Error} {
+	out := []*string{&res.Stdout, &res.Stderr, &res.StdoutTail, &res.StderrTail, &res.Error}
+	if res.Tests != nil {
+		for i := range res.Tests.Failures {
+			f := &res.Tests.Failures[i]
+			out = append(out, &f.Name, &f.File, &f.Message)
+		}
+	}
+	for _, p := range out {
 		*p = r.redact(*p)
 	}
 }
