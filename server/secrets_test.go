@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -67,6 +69,15 @@ func TestSecretsThroughTheAPI(t *testing.T) {
 	if r := decode[executor.Result](t, data); status != 200 || !strings.HasPrefix(r.Stdout, "airlock-secret-") {
 		t.Errorf("a run with the secret: %d %s; want its placeholder", status, data)
 	}
+	cs, err := h.mcpSession(tokA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"command": `echo "$API_TOKEN"`, "secrets": []string{"API_TOKEN"}}})
+	if err != nil || !strings.Contains(textOf(res), "airlock-secret-") {
+		t.Errorf("MCP's run with the secret: %v\n%s", err, textOf(res))
+	}
 	status, _, _ = h.do("DELETE", "/v1/secrets/API_TOKEN", tokA, nil)
 	if status != 204 {
 		t.Errorf("DELETE: %d", status)
@@ -74,6 +85,12 @@ func TestSecretsThroughTheAPI(t *testing.T) {
 	status, data, _ = h.do("POST", "/v1/processes", tokA, map[string]any{"command": "true", "secrets": []string{"API_TOKEN"}})
 	if status != 400 {
 		t.Errorf("a deleted secret: %d %s; want a 400", status, data)
+	}
+	audit, _ := os.ReadFile(h.cfg.AuditLog)
+	for _, want := range []string{`"event":"secret.put","tenant":"alpha"`, `"secrets":["API_TOKEN"]`, `"event":"secret.delete"`} {
+		if !strings.Contains(string(audit), want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, audit)
+		}
 	}
 	for _, p := range []string{filepath.Join(h.cfg.DataDir, "airlock.db"), h.cfg.AuditLog} {
 		b, err := os.ReadFile(p)
