@@ -48,21 +48,22 @@ func NewPlaceholder() string {
 }
 
 // CheckSecretHeader reports whether h is a header template as Secret.Header
-// takes it: "Name: template", the template holding {value}.
+// takes it: "Name: template", the template holding {value}. Its errors
+// never quote the template, where a value written by mistake would be.
 func CheckSecretHeader(h string) error {
 	name, tmpl, ok := strings.Cut(h, ":")
 	name = strings.TrimSpace(name)
 	switch {
 	case !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || textproto.CanonicalMIMEHeaderKey(name) == "":
-		return fmt.Errorf("%q is not Name: template", h)
+		return fmt.Errorf("is not Name: template")
 	case !strings.Contains(tmpl, "{value}"):
-		return fmt.Errorf("%q has no {value} in its template", h)
+		return fmt.Errorf("the template of %s has no {value}: write {value} where the secret's value goes, never the value", name)
 	case strings.ContainsAny(tmpl, "\r\n\x00"):
-		return fmt.Errorf("%q spans lines", h)
+		return fmt.Errorf("the template of %s spans lines", name)
 	}
 	for _, hop := range hopHeaders {
 		if strings.EqualFold(name, hop) {
-			return fmt.Errorf("%q names a header of one hop, which never reaches the origin", h)
+			return fmt.Errorf("%s is a header of one hop, which never reaches the origin", name)
 		}
 	}
 	return nil

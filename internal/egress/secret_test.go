@@ -305,6 +305,9 @@ func TestCheckSecretHeader(t *testing.T) {
 			t.Errorf("CheckSecretHeader(%q) = %v; want ok %v", h, err, ok)
 		}
 	}
+	if err := CheckSecretHeader("Authorization: Bearer ghp_pasted"); err == nil || strings.Contains(err.Error(), "ghp_pasted") {
+		t.Errorf("a template with a value pasted in: %v; want an error that does not quote it", err)
+	}
 }
 
 func TestScrubber(t *testing.T) {
