@@ -12,7 +12,8 @@
 // connections out hands each one to Session.Serve as a net.Conn, and Serve
 // speaks HTTP/1.1 proxy on it:
 //
-//   - CONNECT host:port opens a tunnel, for TLS; nothing is decrypted;
+//   - CONNECT host:port opens a tunnel, for TLS; nothing is decrypted (but
+//     for a host of the run's secrets, below);
 //   - an absolute-URI request (GET http://host/path, what apt sends) is
 //     forwarded, several on one kept-alive connection, each host vetted;
 //   - anything else (an origin-form request, an https:// URI, a Host header
