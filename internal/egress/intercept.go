@@ -57,7 +57,6 @@ func (s *Session) intercept(l *link, br *bufio.Reader, t target, secrets []*Secr
 	l.mu.Unlock()
 
 	cbr := bufio.NewReaderSize(tc, maxHead)
-	reused := false
 	for {
 		req, hosts := l.nextRequest(cbr)
 		if req == nil {
@@ -72,33 +71,12 @@ func (s *Session) intercept(l *link, br *bufio.Reader, t target, secrets []*Secr
 		if len(hosts) > 0 {
 			req.URL.Host = hosts[0] // as the client wrote it, checked above
 		}
-		for {
-			if u == nil {
-				if u, ref = s.dialTLS(t, secrets); ref != nil {
-					s.answer(l, ref)
-					return
-				}
-				if !l.setUpstream(u) {
-					s.noteCut(t.key, l.why())
-					return
-				}
-				reused = false
-			}
-			keep, retry := s.roundTrip(l, req, u, reused)
-			if retry {
-				// The origin closed the kept-alive connection before
-				// this request reached it; a new connection carries it.
-				l.setUpstream(nil)
-				u = nil
-				continue
-			}
-			if !keep {
-				s.noteEnd(l, u)
-				return
-			}
-			break
+		l.mu.Lock()
+		u = l.upstream
+		l.mu.Unlock()
+		if !s.carry(l, req, u, func() (*upstream, *refusal) { return s.dialTLS(t, secrets) }) {
+			return
 		}
-		reused = true
 	}
 }
 

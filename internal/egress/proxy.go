@@ -542,23 +542,38 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	l.mu.Lock()
 	u := l.upstream
 	l.mu.Unlock()
-	reused := u != nil && u.key == k
+	if u != nil && u.key != k {
+		u = nil
+	}
+	return s.carry(l, req, u, func() (*upstream, *refusal) {
+		u, ref := s.dial(t, false)
+		if ref == nil {
+			u.br = bufio.NewReaderSize(u, 32<<10)
+		}
+		return u, ref
+	})
+}
+
+// carry sends req over u, kept alive from an earlier request, or when u is
+// nil over a new connection from dial; and again over a new one when the
+// origin had closed u before the request reached it. It reports whether
+// the client connection may carry another request.
+func (s *Session) carry(l *link, req *http.Request, u *upstream, dial func() (*upstream, *refusal)) bool {
+	reused := u != nil
 	for {
 		if !reused {
-			if u, ref = s.dial(t, false); ref != nil {
+			var ref *refusal
+			if u, ref = dial(); ref != nil {
 				s.answer(l, ref)
 				return false
 			}
 			if !l.setUpstream(u) {
-				s.noteCut(k, l.why())
+				s.noteCut(u.key, l.why())
 				return false
 			}
-			u.br = bufio.NewReaderSize(u, 32<<10)
 		}
 		keep, retry := s.roundTrip(l, req, u, reused)
 		if retry {
-			// The origin closed the kept-alive connection before this
-			// request reached it; a new connection carries it.
 			l.setUpstream(nil)
 			reused = false
 			continue
