@@ -129,4 +129,7 @@ type EgressEntry struct {
 	Refused     int64  `json:"refused"`   // connections refused
 	BytesIn     int64  `json:"bytes_in"`  // from the host to the run
 	BytesOut    int64  `json:"bytes_out"` // from the run to the host
+	// Secrets names the secrets put into requests to the host, never their
+	// values.
+	Secrets []string `json:"secrets,omitempty"`
 }

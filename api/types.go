@@ -38,6 +38,11 @@ type Spec struct {
 	// exact names or one leading "*." label, with an optional port (default
 	// 80 and 443). Empty: no network at all, unless the operator set a default.
 	Egress []string `json:"egress,omitempty" jsonschema:"hosts the run may reach over HTTP(S) through airlock's proxy, e.g. [\"pypi.org\", \"*.pythonhosted.org\", \"github.com:443\"]: exact names or one leading *. label, optional :port (default 80 and 443); empty means no network"`
+	// Secrets names secrets the operator or the tenant stored (Secret), for
+	// the run's requests to their hosts. The sandbox sees each as a variable
+	// holding a placeholder, worthless outside this run; airlock's proxy puts
+	// the value into requests to the secret's hosts, which join Egress.
+	Secrets []string `json:"secrets,omitempty" jsonschema:"names of stored secrets the run may use: each is an environment variable holding a per-run placeholder, and airlock's proxy puts the real value into requests to the secret's hosts (which join egress); the value never enters the sandbox"`
 	// Runtime is the OCI runtime: "runc" or "runsc" (gVisor).
 	Runtime string `json:"runtime,omitempty" jsonschema:"OCI runtime: runc or runsc (gVisor), as the server allows"`
 	// Background asks for a detached job. Run refuses it; Start sets it.

@@ -11,6 +11,7 @@ type (
 	State         = api.State
 	Result        = api.Result
 	EgressEntry   = api.EgressEntry
+	Secret        = api.Secret
 	ResourceUsage = api.ResourceUsage
 	Process       = api.Process
 	ProcessList   = api.ProcessList

@@ -244,6 +244,11 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
 		return fail(err)
 	}
+	secrets, err := e.bindSecrets(a)
+	if err != nil {
+		return fail(err)
+	}
+	s.Env = secrets.env(s.Env)
 	// The engine keeps the job's output; its container carries the store's label
 	// and no deadline: it outlives this process, and reconcile knows it as a job.
 	plan := e.plan(j.ID, s)
@@ -297,7 +302,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	var eg *egressRun
 	if len(s.Egress) > 0 {
 		// The relay listens before the init reads its request.
-		if eg, err = e.startEgress(ctx, sb.containerID, s.User, j.ID, s.Egress, link); err != nil {
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, j.ID, s.Egress, link, secrets); err != nil {
 			if sb.att != nil {
 				sb.att.Close()
 			}
@@ -329,7 +334,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 		}
 	}
 	locked = false
-	e.watch(j, unlock, eg)
+	e.watch(j, unlock, eg, secrets)
 	return j.process(), nil
 }
 

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -77,6 +78,9 @@ type Config struct {
 	// Egress bounds the hosts runs may reach through airlock's proxy
 	// (docs/DESIGN.md, "Network by allow-list").
 	Egress EgressConfig
+	// Secrets are the operator's, which every caller may ask for by name
+	// (Spec.Secrets); a Caller's own come first (docs/DESIGN.md, "Secrets").
+	Secrets []Secret
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
@@ -115,6 +119,14 @@ type EgressConfig struct {
 	// the system's temporary one. Where the engine cannot see it, the relay
 	// goes over an exec's stdio instead: it works, at a tenth of the speed.
 	SocketDir string
+	// Authority terminates TLS for the hosts of a run's secrets, and only
+	// theirs; nil makes one for the process on first use, which a sandbox
+	// started by another process does not trust. A server keeps its own.
+	Authority *egress.Authority
+	// OriginRoots verify the hosts of a run's secrets, which the proxy
+	// reaches over its own TLS; nil is the system's roots. Tests trust their
+	// own authority through it.
+	OriginRoots *x509.CertPool
 }
 
 // PullPolicy is the operator's choice about images the engine lacks.
@@ -211,6 +223,11 @@ func (c *Config) check() error {
 	}
 	if _, err := c.upstreamProxy(); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	for i, sec := range c.Secrets {
+		if err := c.CheckSecret(sec, Caller{}); err != nil {
+			return fmt.Errorf("config: secrets[%d]: %w", i, err)
+		}
 	}
 	return nil
 }

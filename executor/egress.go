@@ -262,7 +262,7 @@ func (x *relayLink) close() {
 // connection of the relay in the started container cid: linked, the relay
 // made with its sandbox (nil when it has none), else one exec'd now as user.
 // On failure, linked is closed.
-func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string, linked *relayLink) (_ *egressRun, err error) {
+func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patterns []string, linked *relayLink, secrets runSecrets) (_ *egressRun, err error) {
 	defer func() {
 		if err != nil && linked != nil {
 			linked.close()
@@ -292,7 +292,8 @@ func (e *Executor) startEgress(ctx context.Context, cid, user, id string, patter
 	r.sess = egress.NewSession(sctx, egress.Policy{
 		Rules: rules, AllowCIDRs: bounds.AllowCIDRs, Resolver: c.Resolver, UpstreamProxy: upstream,
 		MaxConns: c.MaxConns, MaxBytesIn: c.MaxBytesIn, MaxBytesOut: c.MaxBytesOut, MaxLifetime: c.MaxLifetime,
-		Logger: e.cfg.Logger.With("id", id),
+		Logger:  e.cfg.Logger.With("id", id),
+		Secrets: secrets, Authority: e.authorityFor(secrets), OriginRoots: c.OriginRoots,
 	})
 	go func() {
 		for {
@@ -316,7 +317,7 @@ func (r *egressRun) close() []api.EgressEntry {
 	var out []api.EgressEntry
 	for _, en := range r.sess.Report() {
 		out = append(out, api.EgressEntry{Host: en.Host, Port: int(en.Port), Decision: string(en.Decision), Reason: en.Reason,
-			Connections: int64(en.Connections), Refused: int64(en.Refused), BytesIn: en.BytesIn, BytesOut: en.BytesOut})
+			Connections: int64(en.Connections), Refused: int64(en.Refused), BytesIn: en.BytesIn, BytesOut: en.BytesOut, Secrets: en.Secrets})
 	}
 	return out
 }

@@ -33,6 +33,9 @@ type Caller struct {
 	// bounds for this caller (a tenant); they must lie within them.
 	EgressAllowed []string
 	EgressDefault []string
+	// Secrets are the caller's own (a tenant's), found before Config.Secrets
+	// of the same name; no other caller sees them.
+	Secrets []Secret
 }
 
 // Admitted is a request that has passed the gate: every default filled in, every

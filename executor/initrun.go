@@ -22,6 +22,7 @@ func (e *Executor) initRequest(s Spec, argv, env []string, dir string) initproto
 		Stdin:     s.Stdin != nil,
 		TimeoutMS: s.Timeout.Duration().Milliseconds(),
 		GraceMS:   e.cfg.KillGrace.Milliseconds(),
+		TrustPEM:  e.trustPEM(s),
 	}
 }
 

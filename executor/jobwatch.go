@@ -72,9 +72,12 @@ const (
 type watcher struct {
 	e      *Executor
 	id     string
-	egress *egressRun    // the job's egress, when this process started it
-	poke   chan struct{} // a kill order was just recorded
-	done   chan struct{} // closed when the watcher stops
+	egress *egressRun // the job's egress, when this process started it
+	// secrets are the job's, when this process started it: their values
+	// are redacted in its logs before a byte is written.
+	secrets runSecrets
+	poke    chan struct{} // a kill order was just recorded
+	done    chan struct{} // closed when the watcher stops
 
 	mu     sync.Mutex
 	cur    logCursor
@@ -97,8 +100,8 @@ type watcher struct {
 }
 
 // watch starts the watcher of j, which holds the job's lock until it stops.
-func (e *Executor) watch(j *job, unlock func(), eg *egressRun) {
-	w := &watcher{e: e, id: j.ID, j: j, poke: make(chan struct{}, 1), done: make(chan struct{}), egress: eg}
+func (e *Executor) watch(j *job, unlock func(), eg *egressRun, secrets runSecrets) {
+	w := &watcher{e: e, id: j.ID, j: j, poke: make(chan struct{}, 1), done: make(chan struct{}), egress: eg, secrets: secrets}
 	e.jobsMu.Lock()
 	if e.closed {
 		e.jobsMu.Unlock()
@@ -143,7 +146,7 @@ func (e *Executor) adopt(j *job) {
 		unlock()
 		return
 	}
-	e.watch(fresh, unlock, nil) // a job adopted from another process has no relay: its egress ended with it
+	e.watch(fresh, unlock, nil, nil) // a job adopted from another process has no relay: its egress ended with it
 }
 
 // changed yields when the job may have changed: at once when this process
@@ -434,6 +437,7 @@ func (w *watcher) take(f logFrame) error {
 
 // write appends p to stream s: to its file up to the cap, to its total and tail.
 func (w *watcher) write(s int, p []byte) {
+	p = w.secrets.redactBytes(p)
 	c := &w.cur
 	if room := w.j.LogCap - c.Kept[s]; room > 0 && len(p) > 0 {
 		keep := p[:min(int64(len(p)), room)]
@@ -629,7 +633,7 @@ func (w *watcher) exact(rep *initproto.Report) {
 		w.cur.Total[s] = n
 		if n > w.j.LogCap {
 			w.tails[s] = newRing(minTailBytes)
-			w.tails[s].write([2][]byte{rep.StdoutTail, rep.StderrTail}[s])
+			w.tails[s].write(w.secrets.redactBytes([2][]byte{rep.StdoutTail, rep.StderrTail}[s]))
 		}
 	}
 	w.usage.set(hostCPU(usageOf(rep), w.usage.get(), w.j.Runtime))

@@ -73,6 +73,11 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	if err := e.checkRuntime(ctx, s.Runtime); err != nil {
 		return failedResult(res, err)
 	}
+	secrets, err := e.bindSecrets(a)
+	if err != nil {
+		return failedResult(res, err)
+	}
+	s.Env = secrets.env(s.Env)
 
 	plan := e.plan(res.ID, s)
 	if s.Workspace != "" {
@@ -81,7 +86,6 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		}
 	}
 	// airlock's init runs the command: its request goes on the init's stdin.
-	var err error
 	if plan.InitVolume, plan.EtcDir, err = e.initVolume(ctx); err != nil {
 		return failedResult(res, err)
 	}
@@ -131,7 +135,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	if len(s.Egress) > 0 {
 		// The relay listens before the command starts: the request goes to
 		// the init only after it.
-		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress, sb.relay); err != nil {
+		if eg, err = e.startEgress(ctx, sb.containerID, s.User, res.ID, s.Egress, sb.relay, secrets); err != nil {
 			return failedResult(res, err)
 		}
 	}
@@ -142,7 +146,9 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 		refused.refuse()
 	}
 	sb.relay = nil // it serves no other run
+	o, flushLive := secrets.live(o)
 	res, err = e.supervise(ctx, sb, s, res, o)
+	flushLive()
 	if eg != nil {
 		res.Egress = eg.close() // the run has ended: so does every connection
 	} else if refused != nil {
@@ -152,6 +158,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	if err == nil && s.Report != "" {
 		res.Tests = e.testReport(context.WithoutCancel(ctx), s, a.caller)
 	}
+	secrets.redactResult(&res)
 	return res, err
 }
 

@@ -193,6 +193,11 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 	if s.Egress, err = c.normalizeEgress(s.Egress, caller); err != nil {
 		return Spec{}, err
 	}
+	if hosts, err := c.normalizeSecrets(s, caller); err != nil {
+		return Spec{}, err
+	} else if len(hosts) > 0 {
+		s.Egress = slices.Compact(slices.Sorted(slices.Values(append(s.Egress, hosts...))))
+	}
 	if len(s.Egress) > 0 && s.Network != "none" {
 		return bad("egress", "reaches hosts through airlock's proxy, with no engine network: network must be none, not %q", s.Network)
 	}

@@ -418,7 +418,7 @@ func TestEgressGoClient(t *testing.T) {
 	}
 	eachRuntime(t, func(t *testing.T, rt string) {
 		res := runWith(t, e, executor.Spec{Runtime: rt, Workspace: w.ID, Timeout: 60, Egress: []string{fmt.Sprintf("pypi.test:%d", port)},
-			Env: map[string]string{"CA": ca, "SSL_CERT_FILE": "/tmp/ca.pem"},
+			Env:     map[string]string{"CA": ca, "SSL_CERT_FILE": "/tmp/ca.pem"},
 			Command: fmt.Sprintf(`printf '%%s' "$CA" > /tmp/ca.pem && ./fetcher https://pypi.test:%[1]d/ && echo && ./fetcher https://other.test:%[1]d/`, port)})
 		want := fmt.Sprintf("200 hello from pypi.test:%d\n", port)
 		if !strings.HasPrefix(res.Stdout, want) || !strings.Contains(res.Stdout, "Forbidden") || res.ExitCode != 1 {

@@ -32,7 +32,7 @@ type auditLog struct {
 // auditEvent is one line of the audit log.
 type auditEvent struct {
 	Time   time.Time `json:"time"`
-	Event  string    `json:"event"` // check, run.start, run.finish, kill, refused, auth.failed, node.drain, node.undrain
+	Event  string    `json:"event"` // check, run.start, run.finish, kill, refused, auth.failed, node.drain, node.undrain, secret.put, secret.delete
 	Tenant string    `json:"tenant,omitempty"`
 	ID     string    `json:"id,omitempty"`
 	Via    string    `json:"via,omitempty"` // http or mcp
@@ -60,6 +60,12 @@ type auditEvent struct {
 	Path      string `json:"path,omitempty"` // a file or directory in the workspace
 
 	Node string `json:"node,omitempty"` // a cluster node (node.drain, node.undrain)
+
+	// Secrets names the secrets a run asked for (run.start); Secret is the
+	// one stored or deleted (secret.put, secret.delete). Never a value: the
+	// egress entries of run.finish say which secret went to which host.
+	Secrets []string `json:"secrets,omitempty"`
+	Secret  string   `json:"secret,omitempty"`
 
 	// EgressHosts are the hosts a run may reach (run.start); Egress is what
 	// its proxy decided for each (run.finish).
@@ -133,7 +139,7 @@ func specEvent(event, tenant string, s executor.Spec) auditEvent {
 	return auditEvent{
 		Event: event, Tenant: tenant, Command: s.Command, Argv: s.Argv,
 		EnvNames: slices.Sorted(maps.Keys(s.Env)), Image: s.Image, Background: s.Background, Workspace: s.Workspace,
-		EgressHosts: s.Egress,
+		EgressHosts: s.Egress, Secrets: s.Secrets,
 	}
 }
 

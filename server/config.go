@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -50,6 +51,17 @@ type Config struct {
 	Ceilings Ceilings `json:"ceilings"`
 	// Egress bounds the hosts a run may reach through airlock's proxy.
 	Egress Egress `json:"egress"`
+	// Secrets are the operator's, which every tenant may name in a request
+	// (docs/server.md, "Secrets"); a tenant's own of the same name come first.
+	Secrets []api.Secret `json:"secrets,omitempty"`
+	// SecretsKeyFile holds the key (32 bytes, base64 or hex) that seals the
+	// secrets tenants store and the key of the secrets' authority, in the
+	// data dir; without it tenants store none. Keep it off the data dir.
+	SecretsKeyFile string `json:"secrets_key_file,omitempty"`
+	// RotateAuthority replaces the secrets' authority at this start (it is
+	// replaced anyway within 30 days of its end). Sandboxes started before
+	// trust the old one.
+	RotateAuthority bool `json:"rotate_authority,omitempty"`
 	// Networks and Runtimes a request may ask for; AllowRoot lets it ask for uid 0.
 	Networks  []string `json:"networks"`
 	Runtimes  []string `json:"runtimes"`
@@ -143,6 +155,8 @@ type Tenant struct {
 	Policy *policy.Config `json:"policy,omitempty"`
 	// Egress narrows the server's egress bounds for this tenant.
 	Egress *TenantEgress `json:"egress,omitempty"`
+	// Secrets are the tenant's own, which no other tenant may name.
+	Secrets []api.Secret `json:"secrets,omitempty"`
 }
 
 // Egress is the server's side of the network by allow-list
@@ -279,6 +293,15 @@ var settings = []setting{
 	{"egress-socket-dir", "directory for the sandboxes' relay sockets, seen by the engine's host at the same path (default: under the temporary directory)", func(c *Config, v string) error {
 		c.Egress.SocketDir = v
 		return nil
+	}},
+	{"secrets-key-file", "file of the key (32 bytes, base64) sealing stored secrets and the secrets' authority; keep it off the data dir (default: tenants store no secrets)", func(c *Config, v string) error {
+		c.SecretsKeyFile = v
+		return nil
+	}},
+	{"rotate-authority", "true: replace the secrets' authority at this start", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		c.RotateAuthority = b
+		return err
 	}},
 	{"networks", "networks a request may join, comma-separated (none is always allowed)", func(c *Config, v string) error {
 		c.Networks = splitList(v)
@@ -428,6 +451,15 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s.egress: %w", name, err)
 			}
 		}
+		for i, sec := range t.Secrets {
+			caller := executor.Caller{}
+			if t.Egress != nil {
+				caller.EgressAllowed, caller.EgressDefault = t.Egress.Allowed, t.Egress.Default
+			}
+			if err := ec.CheckSecret(sec, caller); err != nil {
+				return fmt.Errorf("%s.secrets[%d]: %w", name, i, err)
+			}
+		}
 		if t.Policy != nil {
 			if _, err := policy.New(*t.Policy); err != nil {
 				return fmt.Errorf("%s.policy.%w", name, err)
@@ -440,6 +472,9 @@ func (c *Config) validate() error {
 	}
 	if err := check("tenant_defaults", c.TenantDefaults); err != nil {
 		return err
+	}
+	if len(c.TenantDefaults.Secrets) > 0 {
+		return errors.New("tenant_defaults.secrets: a tenant's secrets are its own; the operator's for every tenant are the top-level secrets")
 	}
 	for name, t := range c.Tenants {
 		if err := check("tenants."+name, t); err != nil {
@@ -539,6 +574,7 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 	ec.Egress.Allowed = append([]string{}, c.Egress.Allowed...) // a server bounds: empty allows none
 	ec.Egress.Default, ec.Egress.AllowCIDRs, ec.Egress.UpstreamProxy = c.Egress.Default, c.Egress.AllowCIDRs, c.Egress.UpstreamProxy
 	ec.Egress.SocketDir = c.Egress.SocketDir
+	ec.Secrets = c.Secrets
 	if c.Pull != executor.PullNever && c.Pull != executor.PullMissing {
 		return ec, fmt.Errorf("pull: %q is not never or missing", c.Pull)
 	}
@@ -571,6 +607,12 @@ func (c Config) Redacted() Config {
 		c.Tokens[i].Token = "redacted:" + Fingerprint(t.Token)
 	}
 	c.Cluster.Database = redactURL(c.Cluster.Database)
+	c.Secrets = redactSecrets(c.Secrets)
+	c.Tenants = maps.Clone(c.Tenants)
+	for name, t := range c.Tenants {
+		t.Secrets = redactSecrets(t.Secrets)
+		c.Tenants[name] = t
+	}
 	return c
 }
 
@@ -685,3 +727,12 @@ func parseBool(v string, dst *bool) error {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// redactSecrets is secrets with every value replaced.
+func redactSecrets(secrets []api.Secret) []api.Secret {
+	out := slices.Clone(secrets)
+	for i := range out {
+		out[i].Value = "redacted"
+	}
+	return out
+}

@@ -62,6 +62,8 @@ func (a *httpAPI) errorOf(ctx context.Context, err error) *api.Error {
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: "lease_lapsed", Message: err.Error()}
 	case errors.Is(err, cluster.ErrUnavailable):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: "database_unavailable", Message: err.Error()}
+	case errors.Is(err, ErrNoSecretsKey):
+		return &api.Error{Status: http.StatusNotImplemented, Code: "no_secrets_key", Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &api.Error{Status: http.StatusServiceUnavailable, Code: "cancelled", Message: err.Error()}
 	}

@@ -200,7 +200,12 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" could not read the job's request: "+err.Error())
 		return
 	}
-	a, err := s.ex.AdmitPlaced(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, spec, t.caller)
+	caller, err := s.callerFor(t, spec.Secrets)
+	if err != nil {
+		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		return
+	}
+	a, err := s.ex.AdmitPlaced(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, spec, caller)
 	if err != nil {
 		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" refused the request: "+err.Error())
 		return

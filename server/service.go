@@ -34,6 +34,9 @@ type Service struct {
 	node   *node
 	placer *placer
 
+	// vault seals the secrets tenants store; nil without secrets_key_file.
+	vault *vault
+
 	tokens  []tokenHash
 	mu      sync.Mutex
 	tenants map[string]*tenantState
@@ -77,6 +80,10 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{}}
+	if s.vault, err = openVault(&cfg); err != nil {
+		audit.close()
+		return nil, err
+	}
 	s.metrics.reg.MustRegister(newWorkspaceCollector(ex), newPoolCollector(ex))
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
@@ -429,7 +436,11 @@ func (t *tenantState) releaser() func() {
 // admit passes spec through the executor's gate as the tenant's; an invalid
 // field is refused, and audited as asked.
 func (s *Service) admit(t *tenantState, spec executor.Spec, via, remote string) (executor.Admitted, error) {
-	a, err := s.ex.Admit(spec, t.caller)
+	caller, err := s.callerFor(t, spec.Secrets)
+	if err != nil {
+		return executor.Admitted{}, err
+	}
+	a, err := s.ex.Admit(spec, caller)
 	if err != nil {
 		ev := specEvent("refused", t.name, spec)
 		ev.Via, ev.Remote, ev.Error = via, remote, err.Error()

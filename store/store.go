@@ -26,9 +26,10 @@ import (
 var ErrNotFound = errors.New("not found")
 
 var (
-	jobsBucket = []byte("jobs")
-	metaBucket = []byte("meta")
-	storeIDKey = []byte("store_id")
+	jobsBucket  = []byte("jobs")
+	metaBucket  = []byte("meta")
+	vaultBucket = []byte("vault")
+	storeIDKey  = []byte("store_id")
 )
 
 // lockTimeout bounds the wait for another process's transaction to finish.
@@ -66,6 +67,9 @@ func Open(dir string) (*Store, error) {
 	s := &Store{dir: dir}
 	err := s.update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(jobsBucket); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(vaultBucket); err != nil {
 			return err
 		}
 		meta, err := tx.CreateBucketIfNotExists(metaBucket)

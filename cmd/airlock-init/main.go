@@ -313,6 +313,11 @@ func run(req initproto.Request, in *bufio.Reader, out output, pre prepared) init
 	oomBefore, sigs := pre.oomBefore, pre.sigs
 
 	env := append(os.Environ(), req.Env...)
+	if req.TrustPEM != "" {
+		if err := writeTrustBundle(req.TrustPEM); err != nil {
+			return failStart(out, req.Argv[0], err)
+		}
+	}
 	path, err := lookPath(req.Argv[0], env)
 	if err != nil {
 		return failStart(out, req.Argv[0], err)
@@ -471,6 +476,36 @@ func firstErr(errs ...error) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// systemBundles are where images keep their authorities (Debian, Alpine,
+// Fedora, openSUSE), as Go's crypto/x509 looks for them.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem",
+	"/etc/ssl/cert.pem",
+}
+
+// writeTrustBundle writes the image's own authorities, when it has some,
+// and then extra, to initproto.TrustBundlePath: the run's clients trust
+// both, airlock's authority for the hosts of its secrets.
+func writeTrustBundle(extra string) error {
+	var b []byte
+	for _, p := range systemBundles {
+		if data, err := os.ReadFile(p); err == nil {
+			b = append(data, '\n')
+			break
+		}
+	}
+	b = append(b, extra...)
+	if err := os.MkdirAll(filepath.Dir(initproto.TrustBundlePath), 0o755); err != nil {
+		return fmt.Errorf("write the trust bundle: %w", err)
+	}
+	if err := os.WriteFile(initproto.TrustBundlePath, b, 0o644); err != nil {
+		return fmt.Errorf("write the trust bundle: %w", err)
 	}
 	return nil
 }

@@ -162,6 +162,7 @@ func parseRunFlags(cmd string, args []string, stderr io.Writer) (f runFlags, err
 	fs.StringVar(&spec.User, "user", "", "uid[:gid] to run as (default 65534:65534)")
 	fs.StringVar(&spec.Network, "network", "", "network to join (default none)")
 	fs.Var((*listFlag)(&spec.Egress), "allow-host", "HOST[:PORT] the command may reach over HTTP(S) through airlock's proxy: a name or *.domain, ports 80 and 443 by default (repeatable); nothing else is reachable")
+	fs.Var((*listFlag)(&spec.Secrets), "secret", "NAME of a secret the server stores for your token (with --server): the command sees a placeholder in $NAME, and the server's proxy puts the value into requests to the secret's hosts (repeatable)")
 	fs.StringVar(&spec.Runtime, "runtime", "", "OCI runtime: runc or runsc")
 	fs.StringVar(&stdinFile, "stdin-file", "", "file fed to the command's stdin ('-' for this terminal's stdin)")
 	fs.StringVar(&maxOutput, "max-output", "", "bytes of each stream kept in the result, e.g. 1m")

@@ -117,6 +117,9 @@ func openService(cfg server.Config, log *slog.Logger) (*executor.Executor, *serv
 		return nil, nil, err
 	}
 	ec.Logger = log
+	if ec.Egress.Authority, err = cfg.SecretsAuthority(); err != nil {
+		return nil, nil, err
+	}
 	ex, err := executor.New(executor.WithConfig(ec), executor.WithPool(cfg.Pool))
 	if err != nil {
 		return nil, nil, err

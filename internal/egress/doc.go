@@ -12,7 +12,8 @@
 // connections out hands each one to Session.Serve as a net.Conn, and Serve
 // speaks HTTP/1.1 proxy on it:
 //
-//   - CONNECT host:port opens a tunnel, for TLS; nothing is decrypted;
+//   - CONNECT host:port opens a tunnel, for TLS; nothing is decrypted (but
+//     for a host of the run's secrets, below);
 //   - an absolute-URI request (GET http://host/path, what apt sends) is
 //     forwarded, several on one kept-alive connection, each host vetted;
 //   - anything else (an origin-form request, an https:// URI, a Host header
@@ -38,6 +39,15 @@
 // connection at once. Session.Report lists each host and port asked for:
 // allowed or denied, why, connections, and bytes each way, for the run's
 // Result.
+//
+// A run's secrets (Policy.Secrets, secret.go) change one thing: a CONNECT to
+// a host a secret is bound to is intercepted (intercept.go). The proxy opens
+// its own verified TLS to the origin, terminates the client's with a leaf
+// from Policy.Authority for the CONNECT's name, and puts the secret into
+// each request: the placeholder the sandbox holds is replaced by the value,
+// or a configured header is set. Every other host stays a tunnel; plain HTTP
+// never carries a value; the report names the secrets applied per host,
+// never a value.
 //
 // The package uses the standard library alone. It knows nothing of sandboxes
 // or of the API.

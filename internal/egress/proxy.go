@@ -43,16 +43,8 @@ func (s *Session) Serve(conn net.Conn) {
 	}
 	br := bufio.NewReaderSize(conn, maxHead)
 	for {
-		hosts, err := peekHosts(br)
-		if err != nil {
-			if errors.Is(err, errHeadTooLarge) {
-				l.refuse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
-			}
-			return
-		}
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			l.refuse(http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+		req, hosts := l.nextRequest(br)
+		if req == nil {
 			return
 		}
 		if req.Method == http.MethodConnect {
@@ -63,6 +55,24 @@ func (s *Session) Serve(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// nextRequest reads the next request from the client, with its Host headers
+// (see peekHosts); nil when the client is done or was refused.
+func (l *link) nextRequest(br *bufio.Reader) (*http.Request, []string) {
+	hosts, err := peekHosts(br)
+	if err != nil {
+		if errors.Is(err, errHeadTooLarge) {
+			l.refuse(http.StatusRequestHeaderFieldsTooLarge, "request line and headers over 64 KiB")
+		}
+		return nil, nil
+	}
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		l.refuse(http.StatusBadRequest, "not an HTTP/1 request: "+err.Error())
+		return nil, nil
+	}
+	return req, hosts
 }
 
 // overCapWait bounds how long a connection over MaxConns may take to send
@@ -392,6 +402,10 @@ func (s *Session) connect(l *link, br *bufio.Reader, req *http.Request) {
 	}
 	t, ref := s.vet(s.ctx, host, port)
 	if ref == nil {
+		if secrets := s.secretsFor(host, port); len(secrets) > 0 {
+			s.intercept(l, br, t, secrets)
+			return
+		}
 		var u *upstream
 		u, ref = s.dial(t, true)
 		if ref == nil {
@@ -609,7 +623,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	}
 	k := hostPort{host, port}
 	for _, h := range hosts {
-		if !sameHost(h, k) {
+		if !sameHost(h, k, 80) {
 			why := fmt.Sprintf("Host header %q differs from the URI's host %q", h, req.URL.Host)
 			s.noteRefused(k, why)
 			l.refuse(http.StatusBadRequest, why)
@@ -625,23 +639,38 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	l.mu.Lock()
 	u := l.upstream
 	l.mu.Unlock()
-	reused := u != nil && u.key == k
+	if u != nil && u.key != k {
+		u = nil
+	}
+	return s.carry(l, req, u, func() (*upstream, *refusal) {
+		u, ref := s.dial(t, false)
+		if ref == nil {
+			u.br = bufio.NewReaderSize(u, 32<<10)
+		}
+		return u, ref
+	})
+}
+
+// carry sends req over u, kept alive from an earlier request, or when u is
+// nil over a new connection from dial; and again over a new one when the
+// origin had closed u before the request reached it. It reports whether
+// the client connection may carry another request.
+func (s *Session) carry(l *link, req *http.Request, u *upstream, dial func() (*upstream, *refusal)) bool {
+	reused := u != nil
 	for {
 		if !reused {
-			if u, ref = s.dial(t, false); ref != nil {
+			var ref *refusal
+			if u, ref = dial(); ref != nil {
 				s.answer(l, ref)
 				return false
 			}
 			if !l.setUpstream(u) {
-				s.noteCut(k, l.why())
+				s.noteCut(u.key, l.why())
 				return false
 			}
-			u.br = bufio.NewReaderSize(u, 32<<10)
 		}
 		keep, retry := s.roundTrip(l, req, u, reused)
 		if retry {
-			// The origin closed the kept-alive connection before this
-			// request reached it; a new connection carries it.
 			l.setUpstream(nil)
 			reused = false
 			continue
@@ -654,9 +683,9 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 }
 
 // sameHost reports whether a Host header names k: same host, and same port,
-// 80 when it names none.
-func sameHost(h string, k hostPort) bool {
-	host, port := h, "80"
+// defaultPort when it names none.
+func sameHost(h string, k hostPort, defaultPort uint16) bool {
+	host, port := h, strconv.Itoa(int(defaultPort))
 	if hh, p, err := net.SplitHostPort(h); err == nil {
 		host, port = hh, p
 	} else {
@@ -692,6 +721,11 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		out.TransferEncoding = []string{"chunked"}
 	}
 	dropHopHeaders(out.Header)
+	for _, sec := range u.secrets {
+		if sec.apply(out.Header) {
+			s.noteSecret(u.key, sec.Name)
+		}
+	}
 	if _, ok := out.Header["User-Agent"]; !ok {
 		// Request.Write would add Go's own.
 		out.Header["User-Agent"] = []string{""}
@@ -704,7 +738,7 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		}
 	}
 	var err error
-	if s.p.UpstreamProxy != nil {
+	if s.p.UpstreamProxy != nil && u.secrets == nil {
 		if a := s.proxyAuth(); a != "" {
 			out.Header.Set("Proxy-Authorization", a)
 		}
@@ -740,6 +774,12 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 	}
 	originClose := resp.Close
 	dropHopHeaders(resp.Header)
+	for _, sec := range u.secrets {
+		sec.hide(resp.Header)
+	}
+	if len(u.secrets) > 0 && resp.Header.Get("Content-Encoding") == "" {
+		resp.Body = newScrubber(resp.Body, u.secrets)
+	}
 	unbounded := resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 &&
 		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	keep = !req.Close && !originClose && !unbounded

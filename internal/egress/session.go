@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -64,6 +66,17 @@ type Policy struct {
 	// Logger receives one line per refusal and per cut connection; nil
 	// discards.
 	Logger *slog.Logger
+
+	// Secrets are the credentials of the run, put into its requests to
+	// their hosts (see Secret). A CONNECT to a host one of them is bound to
+	// is not a tunnel: the proxy terminates its TLS with a leaf from
+	// Authority, and opens its own TLS to the origin, verified against
+	// OriginRoots. Every other CONNECT stays a tunnel, never decrypted.
+	Secrets   []Secret
+	Authority *Authority
+	// OriginRoots verify the origins of intercepted hosts; nil is the
+	// system's roots. Tests trust their own authority through it.
+	OriginRoots *x509.CertPool
 }
 
 // Decision is an Entry's verdict.
@@ -93,6 +106,8 @@ type Entry struct {
 	// BytesIn were received from the origin, BytesOut sent to it.
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
+	// Secrets names the secrets put into requests to Host and Port.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 type hostPort struct {
@@ -111,6 +126,7 @@ type tally struct {
 	refused     int
 	reason      string
 	in, out     atomic.Int64
+	secrets     map[string]bool // names of the secrets applied
 }
 
 // budget is a byte cap shared by every connection of a session. Reads and
@@ -239,6 +255,7 @@ func (s *Session) Report() []Entry {
 			Refused:     t.refused,
 			BytesIn:     t.in.Load(),
 			BytesOut:    t.out.Load(),
+			Secrets:     slices.Sorted(maps.Keys(t.secrets)),
 		}
 		if t.connections > 0 {
 			e.Decision = Allowed
@@ -334,9 +351,9 @@ func (l *link) cut(cause string) {
 	if l.cause == "" {
 		l.cause = cause
 	}
-	u := l.upstream
+	u, client := l.upstream, l.client
 	l.mu.Unlock()
-	l.client.Close()
+	client.Close()
 	if u != nil {
 		u.Close()
 	}
@@ -405,6 +422,9 @@ type upstream struct {
 	// br reads the origin's responses when the connection carries plain
 	// HTTP; it outlives one request on a kept-alive connection.
 	br *bufio.Reader
+	// secrets are put into the requests it carries, when it is the proxy's
+	// own TLS to an intercepted host (intercept.go).
+	secrets []*Secret
 	// capHit names the cap that stopped a read or write, for the report.
 	capHit atomic.Pointer[string]
 }

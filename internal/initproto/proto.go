@@ -36,7 +36,17 @@ type Request struct {
 	// host's that the command never sees, so it cannot forge a report.
 	Keep   int64  `json:"keep,omitempty"`
 	Marker string `json:"marker,omitempty"`
+	// TrustPEM, when set, is an authority the command's TLS clients must
+	// trust (airlock's, for a run's secrets): before the command starts,
+	// the init writes the image's own bundle followed by it to
+	// TrustBundlePath, which the request's Env names.
+	TrustPEM string `json:"trust_pem,omitempty"`
 }
+
+// TrustBundlePath is where the init writes the trust bundle of
+// Request.TrustPEM: the sandbox's /tmp, its own tmpfs, writable whatever
+// its image.
+const TrustBundlePath = "/tmp/.airlock/ca-bundle.pem"
 
 // TailBytes is how much of the end of a stream past Keep the report carries.
 const TailBytes = 64 << 10

@@ -17,7 +17,7 @@ from .client import Client, Job, JobList, parse_size
 from .errors import (AirlockError, AuthError, BusyError, CommandFailed, Conflict, ConnectionFailed, NotFound,
                      ProtocolError, QueueTimeout, RefusedPath, ServerError, SpecError, Timeout, WorkspaceFull)
 from .types import (Chunk, Decision, FileInfo, FileList, InvalidReport, KillResult, LogsEnd, Process,
-                    ResourceUsage, Result, TestFailure, TestReport, WorkspaceInfo, EgressEntry)
+                    ResourceUsage, Result, SecretInfo, TestFailure, TestReport, WorkspaceInfo, EgressEntry)
 from .workspace import Workspace
 
 __version__ = "0.1.0"
@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "Job", "JobList", "Workspace", "parse_size",
     "Result", "EgressEntry", "ResourceUsage", "TestReport", "TestFailure", "InvalidReport", "Process", "KillResult",
-    "Decision", "Chunk", "LogsEnd", "WorkspaceInfo", "FileInfo", "FileList",
+    "Decision", "Chunk", "LogsEnd", "WorkspaceInfo", "FileInfo", "FileList", "SecretInfo",
     "AirlockError", "SpecError", "RefusedPath", "AuthError", "NotFound", "Conflict", "WorkspaceFull",
     "BusyError", "QueueTimeout", "ServerError", "Timeout", "ConnectionFailed", "ProtocolError", "CommandFailed",
 ]

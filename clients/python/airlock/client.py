@@ -13,7 +13,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from ._http import Transport, read_events
 from .errors import (AirlockError, CommandFailed, ConnectionFailed, ProtocolError, SpecError, Timeout,
                      error_from)
-from .types import (Chunk, Decision, KillResult, LogsEnd, LogsPage, Process, Result, WorkspaceInfo, from_json)
+from .types import (Chunk, Decision, KillResult, LogsEnd, LogsPage, Process, Result, SecretInfo, WorkspaceInfo,
+                    from_json)
 from .workspace import Workspace
 
 Size = Union[int, str, None]
@@ -44,7 +45,7 @@ SPEC_FIELDS: Dict[str, str] = {
     "pids": "integer", "tmpfs_size": "integer", "network": "string", "runtime": "string",
     "background": "boolean", "max_output": "integer", "tail_lines": "integer", "labels": "object",
     "workspace": "string", "report": "string", "queue_timeout": "number", "retry": "integer",
-    "egress": "array",
+    "egress": "array", "secrets": "array",
 }
 
 # Every route the client calls: (method, OpenAPI path). The contract test checks each.
@@ -66,6 +67,9 @@ ROUTES: List[Tuple[str, str]] = [
     ("DELETE", "/v1/workspaces/{id}/files/{path}"),
     ("PUT", "/v1/workspaces/{id}/archive/{path}"),
     ("GET", "/v1/workspaces/{id}/archive/{path}"),
+    ("PUT", "/v1/secrets/{name}"),
+    ("DELETE", "/v1/secrets/{name}"),
+    ("GET", "/v1/secrets"),
 ]
 
 # The query parameters the client sends, per route: the contract test checks
@@ -181,8 +185,9 @@ class Client:
                 kw[name] = parse_size(kw[name], name)
         if kw.get("workspace") is not None:
             kw["workspace"] = _id_of(kw["workspace"])
-        if kw.get("egress") is not None:
-            kw["egress"] = list(kw["egress"])
+        for name in ("egress", "secrets"):
+            if kw.get(name) is not None:
+                kw[name] = list(kw[name])
         for k, v in kw.items():
             if v is not None:
                 spec[k] = v
@@ -193,7 +198,8 @@ class Client:
             env: Optional[Dict[str, str]] = None, stdin: Union[str, bytes, None] = None,
             workdir: Optional[str] = None, user: Optional[str] = None, network: Optional[str] = None,
             runtime: Optional[str] = None, tmpfs_size: Size = None, workspace: Any = None,
-            egress: Optional[Sequence[str]] = None, labels: Optional[Dict[str, str]] = None,
+            egress: Optional[Sequence[str]] = None, secrets: Optional[Sequence[str]] = None,
+            labels: Optional[Dict[str, str]] = None,
             max_output: Size = None, tail_lines: Optional[int] = None, report: Optional[str] = None,
             queue_timeout: Optional[float] = None, check: bool = False,
             request_timeout: Optional[float] = None) -> Result:
@@ -205,14 +211,17 @@ class Client:
         (exit 126) and nothing ran. timeout is the run's, in seconds; sizes
         take bytes or docker's units ("512m"). egress names the hosts the run
         may reach ("pypi.org", "*.pythonhosted.org", "github.com:443"); one
-        outside the server's bounds is a SpecError naming it.
+        outside the server's bounds is a SpecError naming it. secrets names
+        secrets the server stores for the tenant ("GIT_TOKEN"): the command
+        sees a placeholder in $GIT_TOKEN, and the server's proxy puts the
+        value into requests to the secret's hosts.
         request_timeout overrides the client-side deadline, which is otherwise
         the client's timeout plus the run's timeout and queue_timeout (the
         server's defaults, 60 s and 30 s, when not given)."""
         spec = self._spec(command, dict(
             image=image, timeout=timeout, memory=memory, cpus=cpus, pids=pids, env=env, stdin=stdin,
             workdir=workdir, user=user, network=network, runtime=runtime, tmpfs_size=tmpfs_size,
-            workspace=workspace, egress=egress, labels=labels, max_output=max_output,
+            workspace=workspace, egress=egress, secrets=secrets, labels=labels, max_output=max_output,
             tail_lines=tail_lines, report=report, queue_timeout=queue_timeout))
         if request_timeout is not None:
             deadline = self._deadline(timeout=request_timeout)
@@ -228,7 +237,8 @@ class Client:
               env: Optional[Dict[str, str]] = None, stdin: Union[str, bytes, None] = None,
               workdir: Optional[str] = None, user: Optional[str] = None, network: Optional[str] = None,
               runtime: Optional[str] = None, tmpfs_size: Size = None, workspace: Any = None,
-              egress: Optional[Sequence[str]] = None, labels: Optional[Dict[str, str]] = None,
+              egress: Optional[Sequence[str]] = None, secrets: Optional[Sequence[str]] = None,
+              labels: Optional[Dict[str, str]] = None,
               max_output: Size = None, tail_lines: Optional[int] = None,
               queue_timeout: Optional[float] = None, retry: Optional[int] = None) -> "Job":
         """start starts command as a background job and returns its Job at
@@ -237,7 +247,7 @@ class Client:
         spec = self._spec(command, dict(
             image=image, timeout=timeout, memory=memory, cpus=cpus, pids=pids, env=env, stdin=stdin,
             workdir=workdir, user=user, network=network, runtime=runtime, tmpfs_size=tmpfs_size,
-            workspace=workspace, egress=egress, labels=labels, max_output=max_output,
+            workspace=workspace, egress=egress, secrets=secrets, labels=labels, max_output=max_output,
             tail_lines=tail_lines, queue_timeout=queue_timeout, retry=retry))
         spec["background"] = True
         p = from_json(Process, self._call("POST", "/v1/processes", spec,
@@ -304,6 +314,31 @@ class Client:
         used as context managers)."""
         d = self._call("GET", "/v1/workspaces") or {}
         return [Workspace(self, from_json(WorkspaceInfo, w), keep=True) for w in d.get("workspaces") or []]
+
+
+    def put_secret(self, name: str, value: str, hosts: Sequence[str], *, header: Optional[str] = None,
+                   basic_user: Optional[str] = None) -> SecretInfo:
+        """put_secret stores the tenant's secret name, write-only: a run that
+        names it (run(secrets=[name])) sees a placeholder in $name, and the
+        server's proxy puts value into its requests to hosts (patterns as in
+        egress). header ("Authorization: Bearer {value}") or basic_user (git's
+        user) set a header on every such request; without them the
+        placeholder is replaced wherever it appears in a header."""
+        body: Dict[str, Any] = {"value": value, "hosts": list(hosts)}
+        if header is not None:
+            body["header"] = header
+        if basic_user is not None:
+            body["basic_user"] = basic_user
+        return from_json(SecretInfo, self._call("PUT", "/v1/secrets/" + urllib.parse.quote(name, safe=""), body))
+
+    def remove_secret(self, name: str) -> None:
+        """remove_secret deletes the tenant's stored secret name."""
+        self._call("DELETE", "/v1/secrets/" + urllib.parse.quote(name, safe=""))
+
+    def secrets(self) -> List[SecretInfo]:
+        """secrets lists the secrets the tenant may name, without values."""
+        d = self._call("GET", "/v1/secrets") or {}
+        return [from_json(SecretInfo, s) for s in d.get("secrets") or []]
 
 
 class JobList(list):

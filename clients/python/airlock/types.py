@@ -88,6 +88,19 @@ class EgressEntry:
     refused: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    secrets: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SecretInfo:
+    """SecretInfo is a secret the tenant may name (run(secrets=[...])): its
+    name, hosts and how it is applied, never its value."""
+
+    API_SCHEMA: ClassVar[str] = "SecretInfo"
+    name: str = ""
+    hosts: List[str] = field(default_factory=list)
+    header: str = ""
+    basic_user: str = ""
 
 
 @dataclass
@@ -300,7 +313,7 @@ class FileList:
 
 # The dataclasses that mirror a schema of the API, for the contract test.
 API_TYPES = (ResourceUsage, TestFailure, InvalidReport, TestReport, EgressEntry, Result, Process, KillResult,
-             Decision, Chunk, LogsEnd, LogsPage, WorkspaceInfo, FileInfo, FileList)
+             Decision, Chunk, LogsEnd, LogsPage, WorkspaceInfo, FileInfo, FileList, SecretInfo)
 
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import os
+import shutil
+import tempfile
+import unittest
 import uuid
 
 import airlock
 
+from . import server
 from .base import ServerTest
 
 
@@ -44,3 +50,38 @@ class TenantTest(ServerTest):
             self.assertEqual(cm.exception.field, "workspace")
             self.assertIn("no such workspace", cm.exception.message)
             self.assertEqual(ws.read("secret.txt"), b"alpha's\n")
+
+
+class SecretTest(unittest.TestCase):
+    """A tenant's secrets: stored write-only, named by its runs as a
+    placeholder, invisible to another tenant."""
+
+    def test_secrets_are_the_tenants_own(self) -> None:
+        d = tempfile.mkdtemp(prefix="airlock-pysecrets-")
+        self.addCleanup(shutil.rmtree, d, True)
+        key = os.path.join(d, "secrets.key")
+        with open(key, "w") as f:
+            f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+        srv = server.Server(args=["--secrets-key-file", key, "--egress-allowed", "api.test"], pool="airlock/minimal=0")
+        self.addCleanup(srv.cleanup)
+        self.addCleanup(srv.stop)
+        a = airlock.Client(srv.url, server.TOKENS["alpha"], timeout=30)
+        b = airlock.Client(srv.url, server.TOKENS["beta"], timeout=30)
+        value = "tok-" + uuid.uuid4().hex
+        info = a.put_secret("API_TOKEN", value, ["api.test"], header="Authorization: Bearer {value}")
+        self.assertEqual((info.name, info.hosts, info.header), ("API_TOKEN", ["api.test"], "Authorization: Bearer {value}"))
+        self.assertEqual([s.name for s in a.secrets()], ["API_TOKEN"])
+        self.assertEqual(b.secrets(), [])
+        with self.assertRaises(airlock.SpecError) as cm:
+            b.run("true", secrets=["API_TOKEN"])
+        self.assertEqual(cm.exception.field, "secrets")
+        with self.assertRaises(airlock.SpecError) as cm:
+            a.put_secret("OTHER", value, ["elsewhere.test"])
+        self.assertEqual(cm.exception.field, "hosts")
+        res = a.run('echo "$API_TOKEN"', secrets=["API_TOKEN"])
+        self.assertTrue(res.stdout.startswith("airlock-secret-"), res.stdout)
+        self.assertNotIn(value, res.stdout)
+        a.remove_secret("API_TOKEN")
+        self.assertEqual(a.secrets(), [])
+        srv.stop()
+        self.assertNotIn(value, srv.log_text())
