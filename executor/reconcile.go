@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/store"
@@ -90,7 +93,9 @@ func (e *Executor) removeAbandoned(ctx context.Context) error {
 		return e.engineErr("list containers", err)
 	}
 	now := time.Now()
+	live := map[string]bool{}
 	for _, c := range fg {
+		live[c.Name] = true
 		d, ok := c.Labels[LabelDeadline]
 		if !ok {
 			continue
@@ -98,7 +103,41 @@ func (e *Executor) removeAbandoned(ctx context.Context) error {
 		if t, err := time.Parse(time.RFC3339, d); err == nil && now.After(t) {
 			e.cfg.Logger.Warn("removing an abandoned sandbox", "container_id", c.ID, "id", c.Labels[LabelID])
 			e.discard(ctx, c.ID)
+			delete(live, c.Name)
 		}
 	}
+	e.removeStaleRelayDirs(live)
 	return nil
+}
+
+// relayDirGrace is how old a relay directory without its container must be
+// to be removed: a process makes one just before it creates the container.
+const relayDirGrace = 10 * time.Minute
+
+// removeStaleRelayDirs removes the relay directories (listenRelay,
+// startHolder) of containers that no longer exist: a process that died with
+// a job or a holder running leaves its directory behind, and the directory
+// is shared by every process on the host. Only a process that has used the
+// directory looks (relaySockets asks the engine once).
+func (e *Executor) removeStaleRelayDirs(live map[string]bool) {
+	e.relayMu.Lock()
+	base := e.relayDir
+	e.relayMu.Unlock()
+	if base == "" {
+		return
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, en := range entries {
+		info, err := en.Info()
+		// A warm sandbox on a workspace loses warmSuffix at its claim.
+		name := en.Name()
+		if err != nil || !en.IsDir() || live[name] || live[strings.TrimSuffix(name, warmSuffix)] ||
+			!strings.HasPrefix(name, "airlock-") || time.Since(info.ModTime()) < relayDirGrace {
+			continue
+		}
+		os.RemoveAll(filepath.Join(base, name))
+	}
 }
