@@ -30,8 +30,13 @@ const maxHead = 64 << 10
 func (s *Session) Serve(conn net.Conn) {
 	l, full := s.register(conn)
 	if l == nil {
-		if full {
+		// As many refusals at a time as the cap allows connections, each
+		// read for the report; past them, a flood is closed at once.
+		if full && s.refusing.Add(1) <= int32(max(s.p.MaxConns, 1)) {
 			s.refuseOverCap(conn)
+		}
+		if full {
+			s.refusing.Add(-1)
 		}
 		conn.Close()
 		return

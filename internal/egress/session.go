@@ -178,6 +178,8 @@ type Session struct {
 
 	in, out budget
 
+	refusing atomic.Int32 // connections over MaxConns being answered
+
 	mu      sync.Mutex
 	closed  bool
 	links   map[*link]struct{}

@@ -153,3 +153,30 @@ func openFDs(t *testing.T) int {
 	}
 	return len(fds)
 }
+
+// TestFDListenerBoundsSilentConnections: a flood of connections that bring
+// nothing holds at most maxPending of airlock's descriptors; once it ends, a
+// good connection gets through. (While it lasts, the sandbox that floods its
+// own socket starves only its own relay.)
+func TestFDListenerBoundsSilentConnections(t *testing.T) {
+	addr, sock, accept := forwarder(t, true)
+	before := openFDs(t)
+	var flood []net.Conn
+	for range 4 * maxPending {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, c)
+	}
+	time.Sleep(200 * time.Millisecond)
+	// Ours: the flood's client ends, and at most maxPending server ends.
+	if held := openFDs(t) - before - len(flood); held > maxPending {
+		t.Errorf("airlock holds %d descriptors for the flood; at most %d", held, maxPending)
+	}
+	for _, c := range flood {
+		c.Close()
+	}
+	time.Sleep(200 * time.Millisecond)
+	exchange(t, addr, accept)
+}

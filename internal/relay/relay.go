@@ -26,6 +26,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -189,11 +190,16 @@ func handOver(c *net.TCPConn, up *net.UnixConn) {
 // comes (no descriptor, several, one that is not a TCP connection) is closed
 // and dropped: the sandbox's programs can dial the socket too.
 type FDListener struct {
-	ln    *net.UnixListener
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
+	ln      *net.UnixListener
+	conns   chan net.Conn
+	done    chan struct{}
+	once    sync.Once
+	pending atomic.Int32 // connections whose descriptor has not come yet
 }
+
+// maxPending bounds the connections to the socket waiting for their
+// descriptor; more are closed at once.
+const maxPending = 64
 
 // NewFDListener receives connections on ln until Close.
 func NewFDListener(ln *net.UnixListener) *FDListener {
@@ -205,8 +211,14 @@ func NewFDListener(ln *net.UnixListener) *FDListener {
 				l.Close()
 				return
 			}
+			if l.pending.Add(1) > maxPending {
+				l.pending.Add(-1)
+				u.Close() // a flood of connections that bring nothing yet
+				continue
+			}
 			go func() {
 				c, err := receiveConn(u)
+				l.pending.Add(-1)
 				u.Close()
 				if err != nil {
 					return
