@@ -17,7 +17,17 @@ const (
 	StateBlocked   State = "blocked"   // refused by policy; no container was created
 	StateFailed    State = "failed"    // airlock or the engine failed; exit code 125
 	StateLost      State = "lost"      // cluster mode: its node died while it ran; exit code 125, not run again
+	StateQueued    State = "queued"    // cluster mode: waiting for a node with room
+	StateExpired   State = "expired"   // cluster mode: no node had room within its queue_timeout; nothing ran, exit code 125
+	// StatePlaced is the cluster's own: a node has claimed the job and not yet
+	// started it. The API reports it as StateQueued; no answer carries it.
+	StatePlaced State = "placed"
 )
+
+// States are the states an answer may carry, in the order the API documents
+// them: what a list filters by, and MCP's enum.
+var States = []State{StateRunning, StateCompleted, StateTimedOut, StateKilled, StateBlocked, StateFailed,
+	StateQueued, StateLost, StateExpired}
 
 // Exit codes with a fixed meaning, as the shell and `docker run` use them.
 const (

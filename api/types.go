@@ -1,9 +1,6 @@
 package api
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Spec is one request to run a command in a fresh sandbox. Its JSON form is the body
 // of the HTTP API; zero values mean "the operator's default".
@@ -80,23 +77,6 @@ func (e *SpecError) Error() string { return e.Field + ": " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidSpec) true for every *SpecError.
 func (e *SpecError) Is(target error) bool { return target == ErrInvalidSpec }
-
-// ErrInvalidSpec is matched by every validation error; nothing was started.
-var ErrInvalidSpec = errors.New("invalid spec")
-
-// ErrEngine wraps every failure of the container engine (unreachable, refused a
-// request, missing image or runtime): the run could not happen as asked.
-var ErrEngine = errors.New("engine")
-
-// ErrNotFound is returned for a process id airlock has no record of.
-var ErrNotFound = errors.New("no such process")
-
-// ErrQueueTimeout is the answer, in cluster mode, to a background job that
-// found no node with room within its queue timeout; nothing ran.
-var ErrQueueTimeout = errors.New("queue_timeout")
-
-// ErrRunning is returned by Remove for a job that has not ended.
-var ErrRunning = errors.New("process is still running")
 
 // DefaultForceAfter is how long Kill waits after its signal before SIGKILL, when
 // the caller has no preference.

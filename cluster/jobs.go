@@ -15,18 +15,6 @@ import (
 	"github.com/airlock-sandbox/airlock/api"
 )
 
-// The states of a job that the api package has no use for: it is in the queue,
-// or a node has taken it and has not started its sandbox yet. The others are
-// api's (running, and the ends: completed, failed, killed, timed_out, blocked,
-// lost), and StateExpired.
-const (
-	StateQueued api.State = "queued"
-	StatePlaced api.State = "placed"
-	// StateExpired ends a job that waited in the queue past its queue timeout;
-	// nothing ran. Its exit code is 125 and its reason names the wait.
-	StateExpired api.State = "expired"
-)
-
 // DefaultQueueTimeout is how long a job waits in the queue for room when
 // NewJob names no timeout.
 const DefaultQueueTimeout = 30 * time.Second
@@ -53,7 +41,7 @@ type NewJob struct {
 	// node's budget.
 	Memory int64
 	// QueueTimeout bounds the wait for room; 0 is DefaultQueueTimeout. Past it
-	// the job ends as StateExpired.
+	// the job ends as api.StateExpired.
 	QueueTimeout time.Duration
 	// Retry is how many times the job may be queued again after its node died
 	// while running it. 0, the default, makes such a job lost: only idempotent

@@ -42,13 +42,13 @@ func (c *Cluster) RequestKill(ctx context.Context, id, signal string, forceAfter
 			return err
 		}
 		switch job.State {
-		case StateQueued:
+		case api.StateQueued:
 			job, err = scanJob(tx.QueryRow(ctx, `
 				update airlock.jobs set state = 'killed', exit_code = 137, ended_at = now(),
 					spec = spec - 'env' - 'stdin' - 'sealed',
 					reason = format('killed with %s while it waited in the queue; nothing ran', $2::text)
 				where id = $1 returning `+jobColumns, id, signal))
-		case StatePlaced, api.StateRunning:
+		case api.StatePlaced, api.StateRunning:
 			job, err = scanJob(tx.QueryRow(ctx, `
 				update airlock.jobs set kill_signal = $2,
 					kill_force_after = $3::bigint * interval '1 microsecond',

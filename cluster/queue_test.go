@@ -26,7 +26,7 @@ func TestClaimRespectsSlotsAndMemory(t *testing.T) {
 	if j1.ID != a.ID || j2.ID != b.ID {
 		t.Fatalf("small claimed %s, %s; want %s, %s", j1.ID, j2.ID, a.ID, b.ID)
 	}
-	if j1.State != cluster.StatePlaced || j1.Node != "small" || j1.Attempt != 1 || j1.PlacedAt.IsZero() {
+	if j1.State != api.StatePlaced || j1.Node != "small" || j1.Attempt != 1 || j1.PlacedAt.IsZero() {
 		t.Fatalf("claimed job = %+v", j1)
 	}
 	noWork(t, c, "small")
@@ -222,7 +222,7 @@ func TestQueueTimeout(t *testing.T) {
 		t.Fatalf("expired %v, want [%s]", s.Expired, j.ID)
 	}
 	got := get(t, c, j.ID)
-	if got.State != cluster.StateExpired || got.ExitCode == nil || *got.ExitCode != api.ExitFailed ||
+	if got.State != api.StateExpired || got.ExitCode == nil || *got.ExitCode != api.ExitFailed ||
 		!strings.Contains(got.Reason, "queue timeout of 1s") || got.EndedAt.IsZero() || !got.StartedAt.IsZero() {
 		t.Fatalf("expired job = %+v", got)
 	}

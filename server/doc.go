@@ -5,11 +5,11 @@
 // Both faces are thin over one Service, the one door, which speaks no HTTP and
 // owns what the executor does not know: tenants (bearer tokens, each bound to a
 // tenant whose bounds become the executor's Caller; another tenant's job answers
-// as an unknown id), admission (a tenant's concurrency limit, ErrBusy), the
+// as an unknown id), admission (a tenant's concurrency limit, api.ErrBusy), the
 // audit log (a JSON line per check, run start and finish, kill, refusal and auth
 // failure; env values and tokens never appear), and the Prometheus metrics in a
-// registry of its own. Errors become HTTP statuses in one place, errorOf
-// (errors.go).
+// registry of its own. Errors become HTTP statuses by one table,
+// api.ErrorKinds, through errorOf (errors.go).
 //
 // Files by job: http.go (routes, middleware, the server), origin.go (the
 // no-token guard), decode.go (strict JSON bodies), routes.go (the handlers),

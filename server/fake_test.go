@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 )
@@ -92,8 +93,8 @@ func TestReserveTakesTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.reserve(ctx, tn, 50*time.Millisecond); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "queue timeout of 50ms") {
-		t.Fatalf("past its queue timeout: %v, want ErrBusy naming the wait", err)
+	if _, err := s.reserve(ctx, tn, 50*time.Millisecond); !errors.Is(err, api.ErrBusy) || !strings.Contains(err.Error(), "queue timeout of 50ms") {
+		t.Fatalf("past its queue timeout: %v, want api.ErrBusy naming the wait", err)
 	}
 	gone, cancel := context.WithCancel(ctx)
 	order := make(chan int, 3)
@@ -159,8 +160,8 @@ func TestReserveQueueIsBounded(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t0 := time.Now()
-	if _, err := s.reserve(ctx, tn, 10*time.Second); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "max_queued") || time.Since(t0) > time.Second {
-		t.Fatalf("a third waiter past max_queued 2: %v after %s; want ErrBusy at once, naming max_queued", err, time.Since(t0))
+	if _, err := s.reserve(ctx, tn, 10*time.Second); !errors.Is(err, api.ErrBusy) || !strings.Contains(err.Error(), "max_queued") || time.Since(t0) > time.Second {
+		t.Fatalf("a third waiter past max_queued 2: %v after %s; want api.ErrBusy at once, naming max_queued", err, time.Since(t0))
 	}
 	held()
 	for range 2 {

@@ -164,16 +164,14 @@ func (n *node) ready(ctx context.Context) error {
 	for _, s := range nodes {
 		if s.ID == n.self.ID {
 			if !s.Live {
-				return fmt.Errorf("%w: node %s's lease lapsed %s ago (last heartbeat %s ago, lease %s)", errLeaseLapsed,
+				return fmt.Errorf("%w: node %s's lease lapsed %s ago (last heartbeat %s ago, lease %s)", api.ErrLeaseLapsed,
 					s.ID, (s.LeaseAge - s.Lease).Round(time.Millisecond), s.LeaseAge.Round(time.Millisecond), s.Lease)
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: node %s is not registered in %s", errLeaseLapsed, n.self.ID, n.where)
+	return fmt.Errorf("%w: node %s is not registered in %s", api.ErrLeaseLapsed, n.self.ID, n.where)
 }
-
-var errLeaseLapsed = errors.New("this node's lease has lapsed")
 
 // nodes lists the cluster's nodes as the API reports them.
 func (n *node) nodes(ctx context.Context) (api.NodeList, error) {
@@ -192,7 +190,7 @@ func (n *node) nodes(ctx context.Context) (api.NodeList, error) {
 func (n *node) drain(ctx context.Context, id string, draining bool) (api.Node, error) {
 	if err := n.c.Drain(ctx, id, draining); err != nil {
 		if errors.Is(err, cluster.ErrNotFound) {
-			return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", errNodeNotFound, id)
+			return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", api.ErrNodeNotFound, id)
 		}
 		return api.Node{}, n.unavailable(err)
 	}
@@ -205,10 +203,8 @@ func (n *node) drain(ctx context.Context, id string, draining bool) (api.Node, e
 			return apiNode(s), nil
 		}
 	}
-	return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", errNodeNotFound, id)
+	return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", api.ErrNodeNotFound, id)
 }
-
-var errNodeNotFound = errors.New("node not found")
 
 // unavailable names the database in an error of the cluster package that
 // means it is out of reach, without its credentials.

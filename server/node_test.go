@@ -432,7 +432,7 @@ func TestClusterQueueIsBounded(t *testing.T) {
 	}
 	go wait(tokA)
 	eventually(t, 2*time.Second, "the second job waiting in the queue", func() bool {
-		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "alpha", State: cluster.StateQueued})
+		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "alpha", State: api.StateQueued})
 		return err == nil && n == 1
 	})
 	t0 := time.Now()
@@ -444,7 +444,7 @@ func TestClusterQueueIsBounded(t *testing.T) {
 	// Another tenant has its own bound.
 	go wait(tokB)
 	eventually(t, 2*time.Second, "beta's job waiting in the queue", func() bool {
-		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "beta", State: cluster.StateQueued})
+		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "beta", State: api.StateQueued})
 		return err == nil && n == 1
 	})
 	for range 2 {

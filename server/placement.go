@@ -336,7 +336,7 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 			continue
 		}
 		switch j.State {
-		case cluster.StatePlaced:
+		case api.StatePlaced:
 			if err := s.node.c.Release(ctx, j.ID, j.Fence()); err != nil {
 				s.log.Warn("give back a placed job", "id", j.ID, "err", s.node.scrub(err))
 			}
@@ -419,7 +419,7 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 	})
 	switch {
 	case errors.Is(err, cluster.ErrQueueFull):
-		return executor.Process{}, fmt.Errorf("%w: %v (max_queued); retry when one has started", ErrBusy, err)
+		return executor.Process{}, fmt.Errorf("%w: %v (max_queued); retry when one has started", api.ErrBusy, err)
 	case errors.Is(err, cluster.ErrNotFound):
 		return executor.Process{}, &executor.SpecError{Field: "workspace", Reason: fmt.Sprintf("no workspace %q of the tenant's is known to the cluster", spec.Workspace)}
 	case err != nil:
@@ -470,21 +470,21 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 		if !started.IsZero() && time.Since(started) > launchWait {
 			return processOf(j), nil // its node could not record the launch: the job is running or lost
 		}
-		if j.State == cluster.StateQueued && time.Now().After(deadline) {
+		if j.State == api.StateQueued && time.Now().After(deadline) {
 			// By the database's clock, which the deadline is kept by.
 			if j, err = s.node.c.Expire(ctx, id); err != nil {
 				return executor.Process{}, s.node.unavailable(err)
 			}
 		}
 		switch {
-		case j.State == cluster.StateQueued, j.State == cluster.StatePlaced, j.State == api.StateRunning && j.LaunchedAt.IsZero():
+		case j.State == api.StateQueued, j.State == api.StatePlaced, j.State == api.StateRunning && j.LaunchedAt.IsZero():
 			select {
 			case <-ctx.Done():
 				return executor.Process{}, ctx.Err()
 			case <-changed:
 			case <-time.After(untilNextLook(deadline)):
 			}
-		case j.State == cluster.StateExpired:
+		case j.State == api.StateExpired:
 			return executor.Process{}, fmt.Errorf("%w: job %s: %s; nothing ran", api.ErrQueueTimeout, id, j.Reason)
 		default:
 			return processOf(j), nil
@@ -535,8 +535,8 @@ func resultOf(j cluster.Job) executor.Result {
 		Labels: spec.Labels, Workspace: spec.Workspace, StartedAt: j.StartedAt, FinishedAt: j.EndedAt,
 	}
 	switch {
-	case j.State == cluster.StatePlaced:
-		r.State = cluster.StateQueued // placed, not started: still waiting, as the caller sees it
+	case j.State == api.StatePlaced:
+		r.State = api.StateQueued // placed, not started: still waiting, as the caller sees it
 	case j.Ended():
 		r.ExitCode, r.Error = *j.ExitCode, j.Reason
 		if j.StartedAt.IsZero() {
@@ -546,7 +546,7 @@ func resultOf(j cluster.Job) executor.Result {
 	case !j.StartedAt.IsZero():
 		r.DurationMS = time.Since(j.StartedAt).Milliseconds()
 	}
-	if j.State == cluster.StateQueued || j.State == cluster.StatePlaced {
+	if j.State == api.StateQueued || j.State == api.StatePlaced {
 		r.StartedAt = j.QueuedAt
 	}
 	return r
@@ -623,10 +623,6 @@ func (s *Service) awaitEnd(ctx context.Context, tenant, id string) (cluster.Job,
 	}
 }
 
-// errElsewhere answers a request for the output of a job that runs on
-// another node: the database holds its output once it ends.
-var errElsewhere = errors.New("runs on another node")
-
 // clusterGet reports job id in cluster mode. This node's own record answers
 // while the job runs here (live usage) and until its end is in the cluster;
 // the cluster's row answers for the rest, and for an end it decided (lost).
@@ -675,7 +671,7 @@ func (s *Service) peer(ctx context.Context, id, tenant string) (*client.Client, 
 			return client.New("http://"+n.Address, token)
 		}
 	}
-	return nil, fmt.Errorf("%w: node %s is not live", errElsewhere, id)
+	return nil, fmt.Errorf("%w: node %s is not live", api.ErrOnAnotherNode, id)
 }
 
 // clusterLogsOf answers Logs in cluster mode: from this node's record when it
@@ -693,7 +689,7 @@ func (s *Service) clusterLogsOf(ctx context.Context, tenant, id string, opts exe
 	}
 	if !j.Ended() {
 		if j.Node == "" || j.State != api.StateRunning {
-			return executor.Logs{}, fmt.Errorf("%w: job %s waits in the queue and has no output yet", errElsewhere, id)
+			return executor.Logs{}, fmt.Errorf("%w: job %s waits in the queue and has no output yet", api.ErrOnAnotherNode, id)
 		}
 		c, err := s.peer(ctx, j.Node, tenant)
 		if err == nil {
@@ -703,7 +699,7 @@ func (s *Service) clusterLogsOf(ctx context.Context, tenant, id string, opts exe
 			}
 		}
 		return executor.Logs{}, fmt.Errorf("%w: job %s runs on node %s, which holds its output until it ends, and did not answer: %v",
-			errElsewhere, id, j.Node, err)
+			api.ErrOnAnotherNode, id, j.Node, err)
 	}
 	return s.clusterLogs(ctx, j, opts)
 }
@@ -816,10 +812,6 @@ func (s *Service) clusterWait(ctx context.Context, tenant, id string) (executor.
 	return resultOf(j), nil
 }
 
-// clusterStates are the states List accepts in cluster mode.
-var clusterStates = []api.State{cluster.StateQueued, api.StateRunning, api.StateCompleted, api.StateTimedOut,
-	api.StateKilled, api.StateBlocked, api.StateFailed, api.StateLost, cluster.StateExpired}
-
 // clusterList lists the tenant's jobs across the cluster, most recent first.
 func (s *Service) clusterList(ctx context.Context, opts executor.ListOptions) (executor.ProcessList, error) {
 	switch {
@@ -828,9 +820,9 @@ func (s *Service) clusterList(ctx context.Context, opts executor.ListOptions) (e
 	case opts.Limit == 0:
 		opts.Limit = 50
 	}
-	if opts.State != "" && !slices.Contains(clusterStates, opts.State) {
-		names := make([]string, len(clusterStates))
-		for i, st := range clusterStates {
+	if opts.State != "" && !slices.Contains(api.States, opts.State) {
+		names := make([]string, len(api.States))
+		for i, st := range api.States {
 			names[i] = string(st)
 		}
 		return executor.ProcessList{}, &executor.SpecError{Field: "state", Reason: fmt.Sprintf("%q is not one of %s", opts.State, strings.Join(names, ", "))}
@@ -902,7 +894,7 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 	if err != nil {
 		forget()
 		if errors.Is(err, cluster.ErrQueueFull) {
-			return nil, fmt.Errorf("%w: %v (max_queued); retry when one has started", ErrBusy, err)
+			return nil, fmt.Errorf("%w: %v (max_queued); retry when one has started", api.ErrBusy, err)
 		}
 		return nil, s.node.unavailable(err)
 	}
@@ -923,7 +915,7 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 			case err != nil:
 				forget()
 				return nil, s.node.unavailable(err)
-			case e.State == cluster.StateExpired:
+			case e.State == api.StateExpired:
 				forget()
 				return nil, fmt.Errorf("%w: run %s: %s; nothing ran", api.ErrQueueTimeout, id, e.Reason)
 			}

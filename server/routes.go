@@ -65,14 +65,14 @@ func (a *httpAPI) list(w http.ResponseWriter, r *http.Request, tenant string) er
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "limit", Message: fmt.Sprintf("limit: %q is not an integer", v)}
+			return api.NewError("invalid_request", "limit", fmt.Sprintf("limit: %q is not an integer", v))
 		}
 		opts.Limit = n
 	}
 	for _, kv := range q["label"] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "label", Message: fmt.Sprintf("label: %q is not key=value", kv)}
+			return api.NewError("invalid_request", "label", fmt.Sprintf("label: %q is not key=value", kv))
 		}
 		if opts.Labels == nil {
 			opts.Labels = map[string]string{}
@@ -153,7 +153,7 @@ func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) er
 		if v := q.Get(p.name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: p.name, Message: fmt.Sprintf("%s: %q is not an integer", p.name, v)}
+				return api.NewError("invalid_request", p.name, fmt.Sprintf("%s: %q is not an integer", p.name, v))
 			}
 			*p.dst = n
 		}
@@ -162,7 +162,7 @@ func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) er
 	if v := q.Get("follow"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "follow", Message: fmt.Sprintf("follow: %q is not true or false", v)}
+			return api.NewError("invalid_request", "follow", fmt.Sprintf("follow: %q is not true or false", v))
 		}
 		follow = b
 	}
@@ -200,7 +200,7 @@ func (a *httpAPI) healthz(w http.ResponseWriter, r *http.Request, _ string) erro
 // database answers and the node's lease holds.
 func (a *httpAPI) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
 	if err := a.svc.Ready(r.Context()); err != nil {
-		return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: err.Error()}
+		return api.NewError("engine_unavailable", "", err.Error())
 	}
 	if err := a.svc.ClusterReady(r.Context()); err != nil {
 		return err // errorOf: database_unavailable or lease_lapsed

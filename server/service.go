@@ -300,18 +300,12 @@ func (s *Service) ClusterReady(ctx context.Context) error {
 	return s.node.ready(ctx)
 }
 
-// ErrNotACluster is the answer of the node routes on a server without a database.
-var ErrNotACluster = errors.New("this server is not a node of a cluster: start it with --database postgres://... (AIRLOCK_DATABASE) to make it one")
-
-// ErrForbidden is the answer to a caller without the right to an operation.
-var ErrForbidden = errors.New("forbidden")
-
 // Nodes lists the nodes of the server's cluster. Any authenticated caller may:
 // the list names nodes and their addresses, which the callers of a cluster
 // reach anyway, and nothing of any tenant's.
 func (s *Service) Nodes(ctx context.Context) (api.NodeList, error) {
 	if s.node == nil {
-		return api.NodeList{}, ErrNotACluster
+		return api.NodeList{}, api.ErrNotACluster
 	}
 	return s.node.nodes(ctx)
 }
@@ -320,14 +314,14 @@ func (s *Service) Nodes(ctx context.Context) (api.NodeList, error) {
 // asks: one of the admin tenants, or anyone on a server without tokens.
 func (s *Service) Drain(ctx context.Context, tenant, id string, draining bool, via, remote string) (api.Node, error) {
 	if s.node == nil {
-		return api.Node{}, ErrNotACluster
+		return api.Node{}, api.ErrNotACluster
 	}
 	event := "node.drain"
 	if !draining {
 		event = "node.undrain"
 	}
 	if len(s.tokens) > 0 && !slices.Contains(s.cfg.Cluster.AdminTenants, tenant) {
-		err := fmt.Errorf("%w: draining a node is for the operator: tenant %q is not one of the server's admin tenants (--admin-tenants)", ErrForbidden, tenant)
+		err := fmt.Errorf("%w: draining a node is for the operator: tenant %q is not one of the server's admin tenants (--admin-tenants)", api.ErrForbidden, tenant)
 		s.write(auditEvent{Event: event, Tenant: tenant, Node: id, Via: via, Remote: remote, Error: err.Error()})
 		return api.Node{}, err
 	}
@@ -344,9 +338,6 @@ func (s *Service) Drain(ctx context.Context, tenant, id string, draining bool, v
 func notFound(id string) error {
 	return fmt.Errorf("process %q: %w", id, executor.ErrNotFound)
 }
-
-// ErrBusy is returned when a tenant has as many runs active as its limit.
-var ErrBusy = errors.New("busy")
 
 // own fails with not_found unless the job exists and belongs to t: another
 // tenant's id answers exactly as an unknown one.
@@ -369,7 +360,7 @@ func (s *Service) owned(tenant, id string) (*tenantState, error) {
 
 // reserve counts a new run against the tenant's concurrency limit. A tenant
 // at its limit waits its turn, first in first out, up to wait (the request's
-// queue_timeout): then the answer is ErrBusy, naming the wait.
+// queue_timeout): then the answer is api.ErrBusy, naming the wait.
 func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duration) (release func(), err error) {
 	t.mu.Lock()
 	if t.active < t.limits.MaxConcurrent && len(t.turns) == 0 {
@@ -380,7 +371,7 @@ func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duratio
 	if t.limits.MaxQueued > 0 && len(t.turns) >= t.limits.MaxQueued {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("%w: the tenant has %d requests waiting for a place, its max_queued; retry when one ends",
-			ErrBusy, t.limits.MaxQueued)
+			api.ErrBusy, t.limits.MaxQueued)
 	}
 	turn := make(chan struct{})
 	t.turns = append(t.turns, turn)
@@ -392,7 +383,7 @@ func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duratio
 		return t.releaser(), nil // the releaser that closed it passed its place on
 	case <-timer.C:
 		err = fmt.Errorf("%w: the tenant had %d runs active, its limit, for the whole queue timeout of %s; retry when one ends",
-			ErrBusy, t.limits.MaxConcurrent, wait)
+			api.ErrBusy, t.limits.MaxConcurrent, wait)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}

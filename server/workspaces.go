@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"slices"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
@@ -55,7 +56,7 @@ func forwardRun(ctx context.Context, peer *client.Client, spec executor.Spec, f 
 	}
 	res, err := peer.Run(ctx, spec, f.Stdout, f.Stderr, opts...)
 	if err != nil && isTransport(err) && ctx.Err() == nil {
-		err = fmt.Errorf("%w: workspace %s is on another node, which was running the run and stopped answering: %v", errElsewhere, spec.Workspace, err)
+		err = fmt.Errorf("%w: workspace %s is on another node, which was running the run and stopped answering: %v", api.ErrOnAnotherNode, spec.Workspace, err)
 	}
 	return res, err
 }
