@@ -504,19 +504,21 @@ type totalRow struct {
 func (r totalRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.total)...) }
 
 // Expire ends job id as expired if it is still queued past its queue
-// deadline, as the next sweep would, and returns the job as it is now. The
-// node that waits for the job's start calls it, so that its caller's answer
-// does not wait for a sweep.
-func (c *Cluster) Expire(ctx context.Context, id string) (Job, error) {
-	_, err := c.pool.Exec(ctx, `
+// deadline, as the next sweep would, and returns the job as it is now, and
+// whether this call ended it (the caller then audits its end). The node that
+// waits for the job's start calls it, so that its caller's answer does not
+// wait for a sweep.
+func (c *Cluster) Expire(ctx context.Context, id string) (Job, bool, error) {
+	tag, err := c.pool.Exec(ctx, `
 		update airlock.jobs set state = 'expired', exit_code = 125, ended_at = now(),
 			spec = spec - 'env' - 'stdin' - 'sealed',
 			reason = format('no node had room for it within its queue timeout of %ss', extract(epoch from queue_timeout)::float8)
 		where id = $1 and state = 'queued' and queue_deadline <= now()`, id)
 	if err != nil {
-		return Job{}, c.wrap("expire job "+id, err)
+		return Job{}, false, c.wrap("expire job "+id, err)
 	}
-	return c.Get(ctx, id)
+	j, err := c.Get(ctx, id)
+	return j, tag.RowsAffected() == 1, err
 }
 
 // Remove deletes an ended job and its output.

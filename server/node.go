@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,8 @@ type node struct {
 	// lapsed is signalled when a heartbeat finds the lease had lapsed: the
 	// cluster may have taken the node's jobs (Service.reconcilePlaced).
 	lapsed chan struct{}
+	// swept is told the jobs each of this node's sweeps ended, to audit them.
+	swept func([]cluster.Job)
 
 	// stop ends the heartbeat and sweep loops; wg waits for them.
 	stop context.CancelFunc
@@ -47,11 +50,12 @@ type node struct {
 const openTimeout = time.Minute
 
 // joinCluster opens the cluster's database (migrating it), registers this
-// server as a node and starts its heartbeat and sweep loops.
-func joinCluster(cfg Config, log *slog.Logger, failures prometheus.Counter) (*node, error) {
+// server as a node and starts its heartbeat and sweep loops; swept is told
+// what each sweep ended.
+func joinCluster(cfg Config, log *slog.Logger, failures prometheus.Counter, swept func([]cluster.Job)) (*node, error) {
 	cc := cfg.Cluster
 	n := &node{url: cc.Database, where: describeDatabase(cc.Database), log: log, heartbeatFailures: failures,
-		lapsed: make(chan struct{}, 1)}
+		lapsed: make(chan struct{}, 1), swept: swept}
 	id, err := nodeID(cc.NodeID, cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -134,9 +138,22 @@ func (n *node) heartbeat(ctx context.Context) {
 
 // sweep acts on what expired: any node may, and every node does.
 func (n *node) sweep(ctx context.Context) {
-	if _, err := n.c.Sweep(ctx); err != nil && ctx.Err() == nil {
-		n.log.Warn("sweep failed", "node", n.self.ID, "err", n.scrub(err))
+	sw, err := n.c.Sweep(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("sweep failed", "node", n.self.ID, "err", n.scrub(err))
+		}
+		return
 	}
+	var ended []cluster.Job
+	for _, id := range slices.Concat(sw.Lost, sw.Expired) {
+		j, err := n.c.Get(ctx, id)
+		if err != nil { // removed since, or out of reach: its end is still told, as far as it is known
+			j = cluster.Job{ID: id, State: api.StateLost, Reason: "ended by the cluster's sweep; its row could not be read: " + n.scrub(err)}
+		}
+		ended = append(ended, j)
+	}
+	n.swept(ended)
 }
 
 // stopLoops ends the heartbeats and sweeps and waits for them: the node's

@@ -368,7 +368,7 @@ func TestClusterDoesNotStartWithoutItsDatabase(t *testing.T) {
 	go func() {
 		defer close(ctxDone)
 		var n *node
-		n, err = joinCluster(cfg, slog.New(slog.DiscardHandler), newMetrics().heartbeatFailures)
+		n, err = joinCluster(cfg, slog.New(slog.DiscardHandler), newMetrics().heartbeatFailures, func([]cluster.Job) {})
 		if n != nil {
 			n.close()
 		}

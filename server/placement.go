@@ -159,10 +159,10 @@ func (s *Service) claimOne(ctx context.Context) bool {
 			ch <- j // buffered, and sent once: under the lock, so that a caller that gives up finds it
 		}
 		s.placer.mu.Unlock()
-		if ch == nil {
+		if ch == nil { // never started: it has no run.start, and owes no finish
 			s.trackers.Go(func() {
 				s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
-					Reason: "its caller went away before it could run"})
+					Reason: "its caller went away before it could run"}, nil)
 				s.placer.started(j.ID)
 			})
 		}
@@ -176,33 +176,37 @@ func (s *Service) claimOne(ctx context.Context) bool {
 	return true
 }
 
-// launchPlaced starts a job the cluster placed here. Start is recorded before
-// the container exists: if this node dies from then on the job is lost, and
-// never run twice behind the cluster's back.
+// launchPlaced starts a job the cluster placed here: the spec and decision
+// its queuing node admitted, judged by nobody again; this node checks only
+// what is its own (AdmittedElsewhere). Start is recorded before the container
+// exists: if this node dies from then on the job is lost, and never run twice
+// behind the cluster's back. However the job ends, its end is recorded, and
+// audited, through finishPlaced.
 func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 	fence := j.Fence()
-	fail := func(state api.State, code int, reason string) {
-		s.finishPlaced(j.ID, fence, executor.Result{ID: j.ID, State: state, ExitCode: code, Error: reason,
-			Tenant: j.Tenant, Node: fence.Node, StartedAt: time.Now().UTC(), FinishedAt: time.Now().UTC()})
+	fail := func(reason string) {
+		now := time.Now().UTC()
+		s.finishPlaced(j.ID, j.Tenant, fence, executor.Result{ID: j.ID, State: api.StateFailed, ExitCode: api.ExitFailed,
+			Error: "node " + fence.Node + ": " + reason, Tenant: j.Tenant, Node: fence.Node, StartedAt: now, FinishedAt: now})
 	}
 	t, err := s.tenant(j.Tenant)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		fail(err.Error())
 		return
 	}
 	key, err := s.sealKey(t.name)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		fail(err.Error())
 		return
 	}
-	spec, err := openSpec(key, j.ID, j.Spec)
+	q, err := openSpec(key, j.ID, j.Spec)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" could not read the job's request: "+err.Error())
+		fail("could not read the job's request: " + err.Error())
 		return
 	}
-	a, err := s.ex.AdmitPlaced(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, spec, t.caller)
+	a, err := s.ex.AdmittedElsewhere(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, q.Spec, t.caller, q.Decision)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" refused the request: "+err.Error())
+		fail("cannot run the job: " + err.Error())
 		return
 	}
 	if err := s.node.c.Start(ctx, j.ID, fence); err != nil {
@@ -210,10 +214,6 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 		// it stays placed here, and reconcilePlaced gives it back.
 		s.log.Warn("start a placed job", "id", j.ID, "err", s.node.scrub(err))
 		return
-	}
-	allowed := a.Decision().Allowed
-	if allowed {
-		s.pend(j.ID, t.name)
 	}
 	p, err := s.ex.Launch(context.WithoutCancel(ctx), a)
 	if err != nil || p.State != executor.StateRunning {
@@ -223,13 +223,9 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 			if err != nil {
 				reason = err.Error()
 			}
-			fail(api.StateFailed, api.ExitFailed, reason)
+			fail(reason)
 		} else {
-			s.finishPlaced(j.ID, fence, res)
-		}
-		if allowed {
-			s.write(auditEvent{Event: "run.finish", Tenant: t.name, ID: j.ID, State: p.State, Via: "cluster", Error: res.Error})
-			s.settle(j.ID)
+			s.finishPlaced(j.ID, t.name, fence, res)
 		}
 		return
 	}
@@ -241,8 +237,9 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 	}
 }
 
-// finishPlaced records the end of a job this node ran, with its output.
-func (s *Service) finishPlaced(id string, fence cluster.Fence, res executor.Result) {
+// finishPlaced records the end of a job this node ran, with its output, and
+// audits it.
+func (s *Service) finishPlaced(id, tenant string, fence cluster.Fence, res executor.Result) {
 	end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}
 	if res.Blocked {
 		end.Reason = res.BlockReason
@@ -253,19 +250,26 @@ func (s *Service) finishPlaced(id string, fence cluster.Fence, res executor.Resu
 		end.Stdout = cluster.Stream{Data: logs.Stdout, Total: max(logs.StdoutBytes, int64(len(logs.Stdout)))}
 		end.Stderr = cluster.Stream{Data: logs.Stderr, Total: max(logs.StderrBytes, int64(len(logs.Stderr)))}
 	}
-	s.recordEnd(id, fence, end)
+	finish := auditEvent{Event: "run.finish", Tenant: tenant, Background: true, Via: "cluster"}.withResult(res)
+	s.recordEnd(id, fence, end, &finish)
 }
 
 // recordEnd records the end of a job or run this node ran until the database
 // takes it, the cluster refuses it (it is no longer this node's: ErrFenced),
-// or the service closes (the next start records it, or the sweep).
-func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End) {
+// or the service closes (the next start records it, or the sweep). Once the
+// database has taken it, finish (if any) is written to the audit log: the
+// run.finish of a cluster job is written by the one node whose write ended
+// it, and by no other.
+func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End, finish *auditEvent) {
 	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		ctx, cancel := context.WithTimeout(s.trackCtx, 30*time.Second)
 		err := s.node.c.Finish(ctx, id, fence, end)
 		cancel()
 		switch {
 		case err == nil:
+			if finish != nil {
+				s.write(*finish)
+			}
 			return
 		case errors.Is(err, cluster.ErrFenced):
 			s.log.Warn("the cluster no longer counts this node's attempt of a job: its end is not recorded",
@@ -278,6 +282,25 @@ func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End) {
 			return
 		case <-time.After(wait):
 		}
+	}
+}
+
+// auditEnded writes the run.finish of job j, which a write of this node's
+// (an expiry, a kill in the queue, a sweep) has just ended in the cluster. A
+// foreground run that never started has no run.start (its node writes that as
+// it starts the run), and so owes no finish.
+func (s *Service) auditEnded(j cluster.Job) {
+	if j.CallerNode != "" && j.StartedAt.IsZero() {
+		return
+	}
+	s.write(auditEvent{Event: "run.finish", Tenant: j.Tenant, Background: j.CallerNode == "", Via: "cluster"}.withResult(resultOf(j)))
+}
+
+// auditSwept audits the ends of the jobs this node's sweep ended (lost with
+// their node, or expired in the queue).
+func (s *Service) auditSwept(jobs []cluster.Job) {
+	for _, j := range jobs {
+		s.auditEnded(j)
 	}
 }
 
@@ -327,12 +350,19 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 		s.placer.mu.Lock()
 		busy := s.placer.starting[j.ID] || s.placer.runs[j.ID] != nil
 		s.placer.mu.Unlock()
-		if busy {
+		if busy || s.tracked(j.ID) { // its tracker records its end
 			continue
 		}
 		if j.CallerNode != "" { // a run whose caller is gone: this process did not queue it
-			s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
-				Reason: "node " + j.Node + " restarted while the run waited or ran; its caller was gone"})
+			end := cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
+				Reason: "node " + j.Node + " restarted while the run waited or ran; its caller was gone"}
+			var finish *auditEvent
+			if !j.StartedAt.IsZero() { // its start was audited
+				ev := auditEvent{Event: "run.finish", Tenant: j.Tenant, ID: j.ID, State: end.State, ExitCode: &end.ExitCode,
+					Error: end.Reason, Via: "cluster"}
+				finish = &ev
+			}
+			s.recordEnd(j.ID, j.Fence(), end, finish)
 			continue
 		}
 		switch j.State {
@@ -344,12 +374,12 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 			res, err := s.ex.Get(ctx, j.ID)
 			switch {
 			case errors.Is(err, executor.ErrNotFound):
-				s.finishPlaced(j.ID, j.Fence(), executor.Result{ID: j.ID, State: api.StateFailed, ExitCode: api.ExitFailed,
+				s.finishPlaced(j.ID, j.Tenant, j.Fence(), executor.Result{ID: j.ID, State: api.StateFailed, ExitCode: api.ExitFailed,
 					Tenant: j.Tenant, StartedAt: j.StartedAt, FinishedAt: time.Now().UTC(),
 					Error: "node " + j.Node + " has no record of the job: it stopped before the job's container was made"})
 			case err == nil && res.State != api.StateRunning:
 				if pl, ok, _ := s.ex.Placed(j.ID); ok && pl.Attempt == j.Attempt {
-					s.finishPlaced(j.ID, j.Fence(), res)
+					s.finishPlaced(j.ID, j.Tenant, j.Fence(), res)
 				}
 			}
 		}
@@ -391,7 +421,7 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 	if err != nil {
 		return executor.Process{}, err
 	}
-	specJSON, err := sealSpec(key, a.ID(), spec)
+	specJSON, err := sealSpec(key, a.ID(), spec, a.Decision())
 	if err != nil {
 		return executor.Process{}, err
 	}
@@ -472,8 +502,12 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 		}
 		if j.State == api.StateQueued && time.Now().After(deadline) {
 			// By the database's clock, which the deadline is kept by.
-			if j, err = s.node.c.Expire(ctx, id); err != nil {
+			var ended bool
+			if j, ended, err = s.node.c.Expire(ctx, id); err != nil {
 				return executor.Process{}, s.node.unavailable(err)
+			}
+			if ended {
+				s.auditEnded(j)
 			}
 		}
 		switch {
@@ -777,9 +811,12 @@ func (s *Service) clusterKill(ctx context.Context, tenant, id, signal string, fo
 	if sig == "SIGKILL" {
 		forceAfter = 0
 	}
-	j, err := s.node.c.RequestKill(ctx, id, sig, forceAfter)
+	j, ended, err := s.node.c.RequestKill(ctx, id, sig, forceAfter)
 	if err != nil {
 		return executor.KillResult{}, s.node.unavailable(err)
+	}
+	if ended {
+		s.auditEnded(j)
 	}
 	p := processOf(j)
 	if j.Ended() {
@@ -868,7 +905,7 @@ func isTransport(err error) bool {
 // and the tenant's cluster-wide limit and wait their turn fairly with jobs.
 // It returns once the run may start, recorded as started; the returned func
 // records its end. Past its queue timeout the answer is ErrQueueTimeout.
-func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admitted) (func(executor.Result), error) {
+func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admitted) (func(executor.Result, *auditEvent), error) {
 	if err := s.tenantLimits(ctx, t); err != nil {
 		return nil, err
 	}
@@ -910,7 +947,7 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		select {
 		case j = <-ch:
 		case <-timer.C:
-			e, err := s.node.c.Expire(context.WithoutCancel(ctx), id)
+			e, _, err := s.node.c.Expire(context.WithoutCancel(ctx), id) // never started: no finish owed
 			switch {
 			case err != nil:
 				forget()
@@ -925,9 +962,9 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 			delete(s.placer.runs, id)
 			s.placer.mu.Unlock()
 			select {
-			case j = <-ch: // placed as the caller left: its slot is given back
+			case j = <-ch: // placed as the caller left: its slot is given back; never started, it owes no finish
 				s.trackers.Go(func() {
-					s.recordEnd(id, j.Fence(), cluster.End{State: api.StateKilled, ExitCode: 137, Reason: "its caller went away before it ran"})
+					s.recordEnd(id, j.Fence(), cluster.End{State: api.StateKilled, ExitCode: 137, Reason: "its caller went away before it ran"}, nil)
 				})
 			default: // still queued: it leaves the queue
 				s.node.c.RequestKill(context.WithoutCancel(ctx), id, "SIGKILL", 0)
@@ -942,13 +979,13 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		forget()
 		return nil, s.node.unavailable(err)
 	}
-	return func(res executor.Result) {
+	return func(res executor.Result, finish *auditEvent) {
 		end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}
 		if end.State == "" || end.State == api.StateRunning { // the run failed before it had a Result
 			end = cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed, Reason: "the run did not complete"}
 		}
 		s.trackers.Go(func() {
-			s.recordEnd(id, j.Fence(), end)
+			s.recordEnd(id, j.Fence(), end, finish)
 			forget()
 		})
 	}, nil

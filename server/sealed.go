@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // A background job waits in the cluster's queue with its whole request, since
@@ -21,9 +22,12 @@ import (
 // no secret to derive a key from: its env and stdin are stored as sent. Either
 // way they are deleted from the row when the job ends.
 
-// queuedSpec is a request as the queue holds it.
+// queuedSpec is a request as the queue holds it: the admitted spec with the
+// policy's decision on it, taken once on the node that queued it. The node that
+// runs it reads both and judges nothing again.
 type queuedSpec struct {
 	executor.Spec
+	Decision policy.Decision `json:"decision"`
 	// Sealed is the env and stdin (sealedParts as JSON), encrypted with
 	// AES-256-GCM: the nonce, then the ciphertext; the job's id is the
 	// associated data, so a sealed part cannot be moved to another job.
@@ -48,10 +52,10 @@ func (s *Service) sealKey(tenant string) ([]byte, error) {
 	return nil, nil
 }
 
-// sealSpec is the queue's copy of job id's spec: its env and stdin sealed with
-// key, or as sent when key is nil.
-func sealSpec(key []byte, id string, spec executor.Spec) (json.RawMessage, error) {
-	q := queuedSpec{Spec: spec}
+// sealSpec is the queue's copy of job id's admitted spec and decision: its env
+// and stdin sealed with key, or as sent when key is nil.
+func sealSpec(key []byte, id string, spec executor.Spec, d policy.Decision) (json.RawMessage, error) {
+	q := queuedSpec{Spec: spec, Decision: d}
 	if key != nil && (len(spec.Env) > 0 || spec.Stdin != nil) {
 		plain, err := json.Marshal(sealedParts{Env: spec.Env, Stdin: spec.Stdin})
 		if err != nil {
@@ -72,37 +76,37 @@ func sealSpec(key []byte, id string, spec executor.Spec) (json.RawMessage, error
 // errSealed says why a node cannot open a queued job's env and stdin.
 var errSealed = errors.New("cannot open the job's env and stdin")
 
-// openSpec reads job id's spec from the queue, opening its sealed env and
-// stdin with key.
-func openSpec(key []byte, id string, raw json.RawMessage) (executor.Spec, error) {
+// openSpec reads job id's spec and decision from the queue, opening its
+// sealed env and stdin with key.
+func openSpec(key []byte, id string, raw json.RawMessage) (queuedSpec, error) {
 	var q queuedSpec
 	if err := json.Unmarshal(raw, &q); err != nil {
-		return executor.Spec{}, err
+		return queuedSpec{}, err
 	}
 	if q.Sealed == nil {
-		return q.Spec, nil
+		return q, nil
 	}
 	if key == nil {
-		return executor.Spec{}, fmt.Errorf("%w: this node has no token for the job's tenant (every node of a cluster needs the same tokens)", errSealed)
+		return queuedSpec{}, fmt.Errorf("%w: this node has no token for the job's tenant (every node of a cluster needs the same tokens)", errSealed)
 	}
 	aead, err := newAEAD(key)
 	if err != nil {
-		return executor.Spec{}, err
+		return queuedSpec{}, err
 	}
 	n := aead.NonceSize()
 	if len(q.Sealed) < n {
-		return executor.Spec{}, fmt.Errorf("%w: the sealed part is cut short", errSealed)
+		return queuedSpec{}, fmt.Errorf("%w: the sealed part is cut short", errSealed)
 	}
 	plain, err := aead.Open(nil, q.Sealed[:n], q.Sealed[n:], []byte(id))
 	if err != nil {
-		return executor.Spec{}, fmt.Errorf("%w: they were sealed with another token of the tenant's, or changed", errSealed)
+		return queuedSpec{}, fmt.Errorf("%w: they were sealed with another token of the tenant's, or changed", errSealed)
 	}
 	var parts sealedParts
 	if err := json.Unmarshal(plain, &parts); err != nil {
-		return executor.Spec{}, err
+		return queuedSpec{}, err
 	}
 	q.Spec.Env, q.Spec.Stdin = parts.Env, parts.Stdin
-	return q.Spec, nil
+	return q, nil
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {

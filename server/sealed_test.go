@@ -12,13 +12,14 @@ import (
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 	"github.com/airlock-sandbox/airlock/internal/pgtest"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 func TestSealedSpec(t *testing.T) {
 	stdin := "stdin-secret-456"
 	spec := executor.Spec{Command: "cat", Env: map[string]string{"API_KEY": "sk-secret-123"}, Stdin: &stdin}
 	key := []byte("0123456789abcdef0123456789abcdef")
-	raw, err := sealSpec(key, "job-1", spec)
+	raw, err := sealSpec(key, "job-1", spec, policy.Decision{Allowed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestSealedSpec(t *testing.T) {
 		t.Fatalf("the queue's copy shows a secret, or lacks the sealed part or the command: %s", s)
 	}
 	got, err := openSpec(key, "job-1", raw)
-	if err != nil || got.Command != "cat" || got.Env["API_KEY"] != "sk-secret-123" || got.Stdin == nil || *got.Stdin != stdin {
+	if err != nil || !got.Decision.Allowed || got.Command != "cat" || got.Env["API_KEY"] != "sk-secret-123" || got.Stdin == nil || *got.Stdin != stdin {
 		t.Fatalf("opened = %+v, %v", got, err)
 	}
 
@@ -41,11 +42,11 @@ func TestSealedSpec(t *testing.T) {
 	}
 
 	// Without a token: as sent. Without env or stdin: nothing sealed.
-	raw, _ = sealSpec(nil, "job-1", spec)
+	raw, _ = sealSpec(nil, "job-1", spec, policy.Decision{Allowed: true})
 	if got, err := openSpec(nil, "job-1", raw); err != nil || !strings.Contains(string(raw), "sk-secret-123") || got.Env["API_KEY"] != "sk-secret-123" {
 		t.Fatalf("no key: %s, %+v, %v", raw, got, err)
 	}
-	raw, _ = sealSpec(key, "job-1", executor.Spec{Command: "true"})
+	raw, _ = sealSpec(key, "job-1", executor.Spec{Command: "true"}, policy.Decision{Allowed: true})
 	var fields map[string]any
 	json.Unmarshal(raw, &fields)
 	if _, ok := fields["sealed"]; ok {

@@ -38,10 +38,12 @@ type Service struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantState
 
-	// Trackers wait for background jobs to end, to audit and count them.
+	// Trackers wait for background jobs to end, to audit and count them;
+	// tracking holds the ids they wait for (under mu).
 	trackCtx  context.Context
 	stopTrack context.CancelFunc
 	trackers  sync.WaitGroup
+	tracking  map[string]bool
 }
 
 type tokenHash struct {
@@ -76,13 +78,14 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{}}
+	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{},
+		tracking: map[string]bool{}}
 	s.metrics.reg.MustRegister(newWorkspaceCollector(ex), newPoolCollector(ex))
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}
 	if cfg.Cluster.Database != "" {
-		s.node, err = joinCluster(cfg, log, s.metrics.heartbeatFailures)
+		s.node, err = joinCluster(cfg, log, s.metrics.heartbeatFailures, s.auditSwept)
 		if err != nil {
 			audit.close()
 			return nil, err
@@ -473,18 +476,24 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 		return executor.Result{}, err
 	}
 	var res executor.Result
-	var ended func(executor.Result)
+	var finish *auditEvent // the run's finish, once it has one
+	var ended func(executor.Result, *auditEvent)
 	if s.node != nil && a.Decision().Allowed {
 		ended, err = s.placeRun(ctx, t, a) // a slot on this node, by the cluster's queue
 	} else {
 		var release func()
 		release, err = s.reserve(ctx, t, cmp.Or(a.Spec().QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
-		ended = func(executor.Result) { release() }
+		ended = func(_ executor.Result, finish *auditEvent) {
+			release()
+			if finish != nil {
+				s.write(*finish)
+			}
+		}
 	}
 	if err != nil {
 		return executor.Result{}, err
 	}
-	defer func() { ended(res) }()
+	defer func() { ended(res, finish) }()
 	s.auditStart(a, via, remote)
 	if !a.Decision().Allowed {
 		res, err = s.ex.Execute(ctx, a) // blocked: the executor makes the Result, nothing runs
@@ -503,7 +512,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	}
 	ev := specEvent("run.finish", t.name, a.Spec()).withResult(res)
 	ev.Via, ev.Remote = via, remote
-	s.write(ev)
+	finish = &ev
 	s.metrics.ended("foreground", res)
 	return res, s.runError(ctx, err)
 }
@@ -571,26 +580,44 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 	return p, nil
 }
 
-// trackStarted hands the admission of a job that started to its tracker.
+// trackStarted hands the admission of a job that started to its tracker,
+// which audits its end: here, or, for a job the cluster placed here, where its
+// end is recorded in the cluster (finishPlaced).
 func (s *Service) trackStarted(t *tenantState, id string, release func()) {
 	s.metrics.running.WithLabelValues("background").Inc()
+	s.mu.Lock()
+	s.tracking[id] = true
+	s.mu.Unlock()
 	s.trackers.Add(1)
 	go func() {
 		defer s.trackers.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.tracking, id)
+			s.mu.Unlock()
+		}()
 		res, err := s.ex.Wait(s.trackCtx, id)
 		release()
 		s.metrics.running.WithLabelValues("background").Dec()
 		if err != nil {
 			return // the server is stopping; the job goes on and the next one tracks it
 		}
+		s.metrics.ended("background", res)
 		if pl, ok, _ := s.ex.Placed(id); ok && s.node != nil && pl.Node == s.node.self.ID {
-			s.finishPlaced(id, cluster.Fence{Node: pl.Node, Attempt: pl.Attempt}, res)
+			s.finishPlaced(id, t.name, cluster.Fence{Node: pl.Node, Attempt: pl.Attempt}, res)
+			return
 		}
 		ev := auditEvent{Event: "run.finish", Tenant: t.name, Background: true}.withResult(res)
 		s.write(ev)
 		s.settle(id)
-		s.metrics.ended("background", res)
 	}()
+}
+
+// tracked tells whether a tracker waits for job id.
+func (s *Service) tracked(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tracking[id]
 }
 
 // track follows a job adopted at start-up, already counted as active.
