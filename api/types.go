@@ -51,15 +51,19 @@ type Spec struct {
 	// Report names the JUnit XML files the run writes in its workspace
 	// ("junit:reports/*.xml"); the Result then carries their summary in Tests.
 	Report string `json:"report,omitempty" jsonschema:"JUnit XML reports the command writes in its workspace, as junit:GLOB (e.g. junit:reports/*.xml); the result then has tests: passed, failed, and each failure's name and message"`
-	// QueueTimeout bounds, in cluster mode, how long a run or background job
-	// waits in the queue for room; 0 means 30 s. Past it the request fails
-	// with ErrQueueTimeout and nothing runs.
-	QueueTimeout Seconds `json:"queue_timeout,omitempty" jsonschema:"cluster mode: seconds the run or background job may wait for room (node slots, the tenant's limit) before it fails with queue_timeout (default 30)"`
+	// QueueTimeout bounds how long a run or background job waits for room (a
+	// tenant's turn; in cluster mode, a node's slot); 0 means
+	// DefaultQueueTimeout. Past it the request fails with ErrBusy (one server)
+	// or ErrQueueTimeout (a cluster) and nothing runs.
+	QueueTimeout Seconds `json:"queue_timeout,omitempty" jsonschema:"seconds the run or background job may wait for room (the tenant's limit; in cluster mode node slots too) before it fails (busy, or queue_timeout in cluster mode) or, a background job answered queued, ends expired (default 30)"`
 	// Retry is, in cluster mode, how many times a background job is run again
 	// when its node dies while it runs; 0 makes such a job lost. Only for
 	// idempotent work.
 	Retry int `json:"retry,omitempty" jsonschema:"cluster mode: times a background job is run again if its node dies while it runs (default 0: reported lost instead); only for idempotent work"`
 }
+
+// DefaultQueueTimeout is the queue_timeout of a request that gives none.
+const DefaultQueueTimeout = 30 * time.Second
 
 // Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
 type Seconds float64

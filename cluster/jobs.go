@@ -17,7 +17,7 @@ import (
 
 // DefaultQueueTimeout is how long a job waits in the queue for room when
 // NewJob names no timeout.
-const DefaultQueueTimeout = 30 * time.Second
+const DefaultQueueTimeout = api.DefaultQueueTimeout
 
 // Fence is what every write of a node about a job carries: the node the job was
 // placed on and the attempt it was placed as. A write whose fence no longer

@@ -225,7 +225,7 @@ func cutRune(b []byte) int {
 // "result" with the whole Result. Refusals before the start (a bad field, 429)
 // are ordinary error responses, and a policy refusal is a lone "result"; an
 // error after the first event is an "error" event.
-func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec) error {
+func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec, admitted func(executor.Spec)) error {
 	encoding := r.URL.Query().Get("encoding")
 	enc, err := encoder(encoding)
 	if err != nil {
@@ -236,7 +236,7 @@ func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant strin
 	begin := func(id string) { es.send("open", map[string]any{"id": id, "encoding": cmp.Or(encoding, "utf8")}) }
 	stdout := &streamWriter{es: es, stream: "stdout", chunks: newChunker(enc, encoding)}
 	stderr := &streamWriter{es: es, stream: "stderr", chunks: newChunker(enc, encoding)}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Begin: begin, Stdout: stdout, Stderr: stderr})
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Admitted: admitted, Begin: begin, Stdout: stdout, Stderr: stderr})
 	switch {
 	case err == nil:
 		stdout.flush()

@@ -408,9 +408,11 @@ func TestSweepPrunesTheClustersEndedJobs(t *testing.T) {
 	}
 }
 
-// TestClusterQueueIsBounded: with every slot taken, a tenant's requests wait in
-// the cluster's queue up to its max_queued; the next is refused at once with
-// 429, naming the limit.
+// TestClusterQueueIsBounded: with every slot taken, a start answers at once
+// with the job queued, by its id (202); the tenant's requests wait in the
+// cluster's queue up to its max_queued, the next is refused at once with 429,
+// naming the limit; a queued job starts when room frees, and one that waits
+// past its queue timeout ends expired.
 func TestClusterQueueIsBounded(t *testing.T) {
 	pg := pgtest.New(t)
 	f := enginefake.New()
@@ -420,36 +422,39 @@ func TestClusterQueueIsBounded(t *testing.T) {
 		c.TenantDefaults.MaxQueued = 1
 	})
 	job := map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 20}
-	if status, data, _ := a.do("POST", "/v1/processes", tokA, job); status/100 != 2 {
+	status, data, _ := a.do("POST", "/v1/processes", tokA, job)
+	first := decode[executor.Process](t, data)
+	if status != http.StatusAccepted || first.State != api.StateRunning {
 		t.Fatalf("the first job: %d %s", status, data)
 	}
-	// Those that wait give up after 3 s: 503 queue_timeout.
-	waiter := map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 3}
-	waiting := make(chan int, 2)
-	wait := func(token string) {
-		status, _, _ := a.do("POST", "/v1/processes", token, waiter)
-		waiting <- status
-	}
-	go wait(tokA)
-	eventually(t, 2*time.Second, "the second job waiting in the queue", func() bool {
-		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "alpha", State: api.StateQueued})
-		return err == nil && n == 1
-	})
 	t0 := time.Now()
-	status, data, _ := a.do("POST", "/v1/processes", tokA, job)
+	status, data, _ = a.do("POST", "/v1/processes", tokA, job)
+	queued := decode[executor.Process](t, data)
+	if status != http.StatusAccepted || queued.State != api.StateQueued || queued.ID == "" || time.Since(t0) > startWait+time.Second {
+		t.Fatalf("a start into a full cluster, answered after %s: %d %s; want 202 queued with its id within %s", time.Since(t0), status, data, startWait)
+	}
+	t0 = time.Now()
+	status, data, _ = a.do("POST", "/v1/processes", tokA, job)
 	wantError(t, status, data, http.StatusTooManyRequests, "busy", "")
 	if !strings.Contains(string(data), "max_queued") || time.Since(t0) > 2*time.Second {
 		t.Fatalf("the refusal past max_queued, after %s: %s; want it at once, naming max_queued", time.Since(t0), data)
 	}
-	// Another tenant has its own bound.
-	go wait(tokB)
-	eventually(t, 2*time.Second, "beta's job waiting in the queue", func() bool {
-		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "beta", State: api.StateQueued})
-		return err == nil && n == 1
-	})
-	for range 2 {
-		if s := <-waiting; s != http.StatusServiceUnavailable {
-			t.Fatalf("a job that waited past its queue timeout while every slot was taken: %d, want 503", s)
-		}
+	// Another tenant has its own bound; its job waits past its queue timeout.
+	status, data, _ = a.do("POST", "/v1/processes", tokB, map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 2.5})
+	beta := decode[executor.Process](t, data)
+	if status != http.StatusAccepted || beta.State != api.StateQueued {
+		t.Fatalf("beta's job: %d %s; want it queued", status, data)
 	}
+	eventually(t, 15*time.Second, "beta's job expired in the queue", func() bool {
+		_, data, _ := a.do("GET", "/v1/processes/"+beta.ID, tokB, nil)
+		return decode[executor.Result](t, data).State == api.StateExpired
+	})
+	// Room frees: the queued job starts.
+	if status, data, _ := a.do("POST", "/v1/processes/"+first.ID+"/kill", tokA, map[string]any{"signal": "SIGKILL"}); status != http.StatusOK {
+		t.Fatalf("kill the first job: %d %s", status, data)
+	}
+	eventually(t, 15*time.Second, "the queued job running once room freed", func() bool {
+		_, data, _ := a.do("GET", "/v1/processes/"+queued.ID, tokA, nil)
+		return decode[executor.Result](t, data).State == api.StateRunning
+	})
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -410,8 +409,7 @@ func (s *Service) deliverKills(ctx context.Context) {
 }
 
 // startQueued is Start in cluster mode, for an admitted job: a refused one is
-// recorded as blocked; an allowed one is queued, and the answer comes once a
-// node has started it, or its queue timeout has passed (ErrQueueTimeout).
+// recorded as blocked; an allowed one is queued, and answered by awaitStart.
 func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Admitted, via, remote string) (executor.Process, error) {
 	if err := s.tenantLimits(ctx, t); err != nil {
 		return executor.Process{}, err
@@ -456,7 +454,7 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 		return executor.Process{}, s.node.unavailable(err)
 	}
 	s.wakePlacer()
-	return s.awaitStart(ctx, a.ID(), cmp.Or(spec.QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
+	return s.awaitStart(ctx, a.ID(), spec.QueueTimeout.Duration())
 }
 
 // tenantLimits sets the tenant's cluster-wide limits from this node's
@@ -475,15 +473,22 @@ func (s *Service) tenantLimits(ctx context.Context, t *tenantState) error {
 	return nil
 }
 
-// launchWait bounds how long a start's answer waits for a started job's
-// sandbox to be recorded as running.
-const launchWait = 30 * time.Second
+// A start's answer waits startWait at most for a node to take the job, then
+// launchWait at most for the taken job's sandbox to run: both well within the
+// answer's write deadline, so that a caller always learns the job's id.
+const (
+	startWait  = 2 * time.Second
+	launchWait = 30 * time.Second
+)
 
-// awaitStart waits until job id has left the queue: running on a node, or
-// ended. A job still queued past its queue timeout is expired and the answer
-// is ErrQueueTimeout, naming the wait.
+// awaitStart answers a start once job id is durably queued: with the job
+// running on a node, or ended, when a node takes it within startWait; else
+// with the job as it is, queued, by its id, and the queue's deadline (any
+// node's sweep) ends it if no node takes it in time. A job whose queue
+// timeout is shorter than startWait is expired here, the answer then being
+// ErrQueueTimeout, naming the wait.
 func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Duration) (executor.Process, error) {
-	deadline := time.Now().Add(timeout)
+	answerBy := time.Now().Add(min(startWait, timeout))
 	var started time.Time // when this wait first saw the job started
 	var changed <-chan struct{}
 	defer func() { s.placer.unwatch(id, changed) }()
@@ -500,7 +505,10 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 		if !started.IsZero() && time.Since(started) > launchWait {
 			return processOf(j), nil // its node could not record the launch: the job is running or lost
 		}
-		if j.State == api.StateQueued && time.Now().After(deadline) {
+		if j.State == api.StateQueued && time.Now().After(answerBy) {
+			if timeout > startWait {
+				return processOf(j), nil // queued: the caller has its id
+			}
 			// By the database's clock, which the deadline is kept by.
 			var ended bool
 			if j, ended, err = s.node.c.Expire(ctx, id); err != nil {
@@ -516,7 +524,7 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 			case <-ctx.Done():
 				return executor.Process{}, ctx.Err()
 			case <-changed:
-			case <-time.After(untilNextLook(deadline)):
+			case <-time.After(untilNextLook(answerBy)):
 			}
 		case j.State == api.StateExpired:
 			return executor.Process{}, fmt.Errorf("%w: job %s: %s; nothing ran", api.ErrQueueTimeout, id, j.Reason)
@@ -910,7 +918,7 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		return nil, err
 	}
 	id, spec := a.ID(), a.Spec()
-	timeout := cmp.Or(spec.QueueTimeout.Duration(), cluster.DefaultQueueTimeout)
+	timeout := spec.QueueTimeout.Duration()
 	spec.Env, spec.Stdin = nil, nil // never needed off this node: kept out of the database
 	specJSON, err := json.Marshal(spec)
 	if err != nil {

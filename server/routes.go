@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -35,22 +36,24 @@ func (a *httpAPI) run(w http.ResponseWriter, r *http.Request, tenant string) err
 			return err
 		}
 		status := http.StatusAccepted
-		if p.State != executor.StateRunning {
+		if p.State != executor.StateRunning && p.State != api.StateQueued {
 			status = http.StatusOK // refused by the policy, or failed to start: nothing runs
 		}
 		w.Header().Set("Location", "/v1/processes/"+p.ID)
 		writeJSON(w, status, p)
 		return nil
 	}
-	timeout := a.svc.ex.Config().Defaults.Timeout
-	if spec.Timeout > 0 {
-		timeout = spec.Timeout.Duration()
+	// The answer lives as long as the run may: its wait for room, its timeout
+	// and the grace to write it; as asked, then as admitted.
+	lifetime := func(s executor.Spec) {
+		extend(w, cmp.Or(s.QueueTimeout.Duration(), api.DefaultQueueTimeout)+
+			cmp.Or(s.Timeout.Duration(), a.svc.ex.Config().Defaults.Timeout)+streamSlack)
 	}
-	extend(w, timeout+streamSlack)
+	lifetime(spec)
 	if wantsEvents(r) {
-		return a.runEvents(w, r, tenant, spec)
+		return a.runEvents(w, r, tenant, spec, lifetime)
 	}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{})
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Admitted: lifetime})
 	if err != nil {
 		return err
 	}

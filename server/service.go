@@ -444,10 +444,13 @@ func (s *Service) auditStart(a executor.Admitted, via, remote string) {
 }
 
 // RunFollower is how the caller of a foreground run follows it, each part
-// optional: Begin is called with the run's id once the run is admitted and its
-// start audited, just before its sandbox is made (not for a refusal), and Stdout
-// and Stderr get the output as the command writes it.
+// optional: Admitted is called with the spec as admitted (every default
+// filled: its deadlines) before the run waits for room; Begin with the run's
+// id once the run has room and its start is audited, just before its sandbox
+// is made (not for a refusal); Stdout and Stderr get the output as the
+// command writes it.
 type RunFollower struct {
+	Admitted       func(executor.Spec)
 	Begin          func(id string)
 	Stdout, Stderr io.Writer
 }
@@ -475,6 +478,9 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	if err != nil {
 		return executor.Result{}, err
 	}
+	if f.Admitted != nil {
+		f.Admitted(a.Spec())
+	}
 	var res executor.Result
 	var finish *auditEvent // the run's finish, once it has one
 	var ended func(executor.Result, *auditEvent)
@@ -482,7 +488,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 		ended, err = s.placeRun(ctx, t, a) // a slot on this node, by the cluster's queue
 	} else {
 		var release func()
-		release, err = s.reserve(ctx, t, cmp.Or(a.Spec().QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
+		release, err = s.reserve(ctx, t, a.Spec().QueueTimeout.Duration())
 		ended = func(_ executor.Result, finish *auditEvent) {
 			release()
 			if finish != nil {
@@ -544,7 +550,7 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 	if s.node != nil {
 		return s.startQueued(ctx, t, a, via, remote)
 	}
-	release, err := s.reserve(ctx, t, cmp.Or(a.Spec().QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
+	release, err := s.reserve(ctx, t, a.Spec().QueueTimeout.Duration())
 	if err != nil {
 		return executor.Process{}, err
 	}
