@@ -88,6 +88,23 @@ type Result struct {
 	Node string `json:"node,omitempty"`
 }
 
+// Process is the run's job as Start, List and Kill report it, with the
+// command it runs: the one conversion, for a job on this host and one in a
+// cluster alike.
+func (r Result) Process(command string, argv []string) Process {
+	p := Process{
+		ID: r.ID, State: r.State, Command: command, Argv: argv, Image: r.Image, Runtime: r.Runtime,
+		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, Node: r.Node, StartedAt: r.StartedAt,
+		DurationMS: r.DurationMS, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked,
+		BlockRule: r.BlockRule, BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+	}
+	if r.State != StateRunning && r.State != StateQueued { // ended
+		finished, code := r.FinishedAt, r.ExitCode
+		p.FinishedAt, p.ExitCode = &finished, &code
+	}
+	return p
+}
+
 // ResourceUsage is what the sandbox consumed, read from the engine's statistics.
 type ResourceUsage struct {
 	CPUMS           int64 `json:"cpu_ms"`

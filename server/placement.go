@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -596,37 +594,23 @@ func resultOf(j cluster.Job) executor.Result {
 
 // processOf is a job as Start, List and Kill report it, from its row.
 func processOf(j cluster.Job) executor.Process {
-	r := resultOf(j)
 	var spec api.Spec
 	json.Unmarshal(j.Spec, &spec)
-	p := executor.Process{
-		ID: r.ID, State: r.State, Command: spec.Command, Argv: spec.Argv, Image: r.Image, Runtime: r.Runtime,
-		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, Node: r.Node, StartedAt: r.StartedAt,
-		DurationMS: r.DurationMS, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked,
-		BlockRule: r.BlockRule, BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
-	}
-	if j.Ended() {
-		finished, code := r.FinishedAt, r.ExitCode
-		p.FinishedAt, p.ExitCode = &finished, &code
-	}
-	return p
+	return resultOf(j).Process(spec.Command, spec.Argv)
 }
 
 // clusterLogs is a page of an ended job's output, read from the cluster.
 func (s *Service) clusterLogs(ctx context.Context, j cluster.Job, opts executor.LogsOptions) (executor.Logs, error) {
-	if err := executor.CheckLogs(opts); err != nil {
+	opts, err := executor.CheckLogs(opts)
+	if err != nil {
 		return executor.Logs{}, err
-	}
-	limit := opts.Limit
-	if limit == 0 {
-		limit = 1 << 20
 	}
 	l := executor.Logs{ID: j.ID, State: resultOf(j).State}
 	for _, stream := range []string{"stdout", "stderr"} {
 		if opts.Stream != "" && opts.Stream != "both" && opts.Stream != stream {
 			continue
 		}
-		o, err := s.node.c.Output(ctx, j.ID, stream, opts.Offset, limit)
+		o, err := s.node.c.Output(ctx, j.ID, stream, opts.Offset, opts.Limit)
 		if err != nil {
 			return executor.Logs{}, s.node.unavailable(err)
 		}
@@ -752,7 +736,7 @@ func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts exe
 	if _, err := s.clusterJob(ctx, tenant, id); err != nil {
 		return executor.Result{}, err
 	}
-	if err := executor.CheckLogs(opts); err != nil {
+	if _, err := executor.CheckLogs(opts); err != nil {
 		return executor.Result{}, err
 	}
 	begin()
@@ -800,12 +784,9 @@ func (s *Service) clusterKill(ctx context.Context, tenant, id, signal string, fo
 		}
 		return s.ex.Kill(ctx, id, signal, forceAfter)
 	}
-	sig, err := executor.ParseSignal(signal)
+	sig, forceAfter, err := executor.CheckKill(signal, forceAfter)
 	if err != nil {
 		return executor.KillResult{}, err
-	}
-	if forceAfter < 0 {
-		return executor.KillResult{}, &executor.SpecError{Field: "force_after", Reason: "must not be negative (0 means no escalation)"}
 	}
 	before, err := s.clusterJob(ctx, tenant, id)
 	if err != nil {
@@ -815,9 +796,6 @@ func (s *Service) clusterKill(ctx context.Context, tenant, id, signal string, fo
 		p := processOf(before)
 		return executor.KillResult{Process: p, AlreadyEnded: true,
 			Message: fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, p.State, *p.ExitCode)}, nil
-	}
-	if sig == "SIGKILL" {
-		forceAfter = 0
 	}
 	j, ended, err := s.node.c.RequestKill(ctx, id, sig, forceAfter)
 	if err != nil {
@@ -859,18 +837,9 @@ func (s *Service) clusterWait(ctx context.Context, tenant, id string) (executor.
 
 // clusterList lists the tenant's jobs across the cluster, most recent first.
 func (s *Service) clusterList(ctx context.Context, opts executor.ListOptions) (executor.ProcessList, error) {
-	switch {
-	case opts.Limit < 0 || opts.Limit > 1000:
-		return executor.ProcessList{}, &executor.SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..1000", opts.Limit)}
-	case opts.Limit == 0:
-		opts.Limit = 50
-	}
-	if opts.State != "" && !slices.Contains(api.States, opts.State) {
-		names := make([]string, len(api.States))
-		for i, st := range api.States {
-			names[i] = string(st)
-		}
-		return executor.ProcessList{}, &executor.SpecError{Field: "state", Reason: fmt.Sprintf("%q is not one of %s", opts.State, strings.Join(names, ", "))}
+	opts, err := executor.CheckList(opts, api.States)
+	if err != nil {
+		return executor.ProcessList{}, err
 	}
 	jobs, total, err := s.node.c.List(ctx, cluster.Filter{Tenant: opts.Tenant, State: opts.State, Labels: opts.Labels, Limit: opts.Limit})
 	if err != nil {

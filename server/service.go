@@ -668,7 +668,7 @@ func (s *Service) Follow(ctx context.Context, tenant, id string, opts executor.L
 	if _, err := s.owned(tenant, id); err != nil {
 		return executor.Result{}, err
 	}
-	if err := executor.CheckLogs(opts); err != nil {
+	if _, err := executor.CheckLogs(opts); err != nil {
 		return executor.Result{}, err
 	}
 	begin()
