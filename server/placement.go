@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
-	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -680,7 +679,7 @@ func (s *Service) clusterGet(ctx context.Context, tenant, id string) (executor.R
 // peer is a client of node id's HTTP API, calling as the tenant: with the
 // tenant's token from this node's configuration, which every node of a
 // cluster shares (docs/cluster.md, "Jobs across nodes").
-func (s *Service) peer(ctx context.Context, id, tenant string) (*client.Client, error) {
+func (s *Service) peer(ctx context.Context, id, tenant string) (Peer, error) {
 	nodes, err := s.node.c.Nodes(ctx)
 	if err != nil {
 		return nil, s.node.unavailable(err)
@@ -694,7 +693,7 @@ func (s *Service) peer(ctx context.Context, id, tenant string) (*client.Client, 
 	}
 	for _, n := range nodes {
 		if n.ID == id && n.Live {
-			return client.New("http://"+n.Address, token)
+			return s.dial(n.Address, token)
 		}
 	}
 	return nil, fmt.Errorf("%w: node %s is not live", api.ErrOnAnotherNode, id)

@@ -33,6 +33,8 @@ type Service struct {
 	// placer runs the jobs the cluster places on the node.
 	node   *node
 	placer *placer
+	// dial reaches another node (WithPeers); a cluster node needs it.
+	dial func(address, token string) (Peer, error)
 
 	tokens  []tokenHash
 	mu      sync.Mutex
@@ -72,14 +74,22 @@ type tenantState struct {
 const Anonymous = ""
 
 // NewService opens the audit log and starts tracking the background jobs that are
-// already running (adopted by ex on start).
-func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version string) (*Service, error) {
+// already running (adopted by ex on start). A node of a cluster
+// (cfg.Cluster.Database) needs WithPeers.
+func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version string, opts ...Option) (*Service, error) {
+	s := &Service{ex: ex, cfg: cfg, log: log, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{},
+		tracking: map[string]bool{}}
+	for _, o := range opts {
+		o(s)
+	}
+	if cfg.Cluster.Database != "" && s.dial == nil {
+		return nil, errors.New("a node of a cluster reaches the other nodes: NewService needs WithPeers (cluster/peer.Dial)")
+	}
 	audit, err := openAudit(cfg.AuditLog)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{},
-		tracking: map[string]bool{}}
+	s.audit = audit
 	s.metrics.reg.MustRegister(newWorkspaceCollector(ex), newPoolCollector(ex))
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})

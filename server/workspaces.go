@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/airlock-sandbox/airlock/api"
-	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -29,7 +28,7 @@ func (s *Service) caller(tenant string) (executor.Caller, error) {
 // holder is, in cluster mode, a client of the node that holds workspace id
 // when that is another node (nil when it is this one, or without a cluster):
 // its files are on that node's engine (docs/cluster.md, "Jobs across nodes").
-func (s *Service) holder(ctx context.Context, tenant, id string) (*client.Client, error) {
+func (s *Service) holder(ctx context.Context, tenant, id string) (Peer, error) {
 	if s.node == nil {
 		return nil, nil
 	}
@@ -49,12 +48,8 @@ func (s *Service) holder(ctx context.Context, tenant, id string) (*client.Client
 // caller follows it through this node: the id peer gives the run, its output as
 // it is written, its Result. Peer admits the run as its own (policy, limits,
 // audit); a caller that leaves ends the forwarded request, and so the run.
-func forwardRun(ctx context.Context, peer *client.Client, spec executor.Spec, f RunFollower) (executor.Result, error) {
-	var opts []client.RunOption
-	if f.Begin != nil {
-		opts = append(opts, client.Opened(f.Begin))
-	}
-	res, err := peer.Run(ctx, spec, f.Stdout, f.Stderr, opts...)
+func forwardRun(ctx context.Context, peer Peer, spec executor.Spec, f RunFollower) (executor.Result, error) {
+	res, err := peer.Run(ctx, spec, f.Stdout, f.Stderr, f.Begin)
 	if err != nil && isTransport(err) && ctx.Err() == nil {
 		err = fmt.Errorf("%w: workspace %s is on another node, which was running the run and stopped answering: %v", api.ErrOnAnotherNode, spec.Workspace, err)
 	}
