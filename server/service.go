@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
-	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -33,6 +32,9 @@ type Service struct {
 	// placer runs the jobs the cluster places on the node.
 	node   *node
 	placer *placer
+	// jobs is where job operations go: localJobs, or clusterJobs on a node
+	// of a cluster; chosen once, in NewService.
+	jobs jobs
 	// dial reaches another node (WithPeers); a cluster node needs it.
 	dial func(address, token string) (Peer, error)
 
@@ -94,13 +96,15 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}
-	if cfg.Cluster.Database != "" {
+	s.jobs = localJobs{s}
+	if cfg.Cluster.Database != "" { // the one choice of mode
 		s.node, err = joinCluster(cfg, log, s.metrics.heartbeatFailures, s.auditSwept)
 		if err != nil {
 			audit.close()
 			return nil, err
 		}
 		s.metrics.reg.MustRegister(newNodeCollector(s.node), s.metrics.heartbeatFailures)
+		s.jobs = clusterJobs{s}
 	}
 	s.trackCtx, s.stopTrack = context.WithCancel(context.Background())
 	running, err := ex.Running(context.Background())
@@ -493,19 +497,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	}
 	var res executor.Result
 	var finish *auditEvent // the run's finish, once it has one
-	var ended func(executor.Result, *auditEvent)
-	if s.node != nil && a.Decision().Allowed {
-		ended, err = s.placeRun(ctx, t, a) // a slot on this node, by the cluster's queue
-	} else {
-		var release func()
-		release, err = s.reserve(ctx, t, a.Spec().QueueTimeout.Duration())
-		ended = func(_ executor.Result, finish *auditEvent) {
-			release()
-			if finish != nil {
-				s.write(*finish)
-			}
-		}
-	}
+	ended, err := s.jobs.room(ctx, t, a)
 	if err != nil {
 		return executor.Result{}, err
 	}
@@ -523,9 +515,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	gauge.Inc()
 	res, err = s.ex.Execute(ctx, a, executor.WithLiveOutput(f.Stdout, f.Stderr))
 	gauge.Dec()
-	if s.node != nil {
-		res.Node = s.node.self.ID
-	}
+	res.Node = s.jobs.node()
 	ev := specEvent("run.finish", t.name, a.Spec()).withResult(res)
 	ev.Via, ev.Remote = via, remote
 	finish = &ev
@@ -557,43 +547,7 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 	if err != nil {
 		return executor.Process{}, err
 	}
-	if s.node != nil {
-		return s.startQueued(ctx, t, a, via, remote)
-	}
-	release, err := s.reserve(ctx, t, a.Spec().QueueTimeout.Duration())
-	if err != nil {
-		return executor.Process{}, err
-	}
-	s.auditStart(a, via, remote)
-	allowed := a.Decision().Allowed
-	if allowed {
-		s.pend(a.ID(), t.name) // owed from the moment the start is written
-	}
-	p, err := s.ex.Launch(ctx, a)
-	if err != nil || !allowed || p.State != executor.StateRunning {
-		release()
-		if p.ID != "" {
-			s.metrics.runs.WithLabelValues("background", string(p.State)).Inc()
-			if p.State == executor.StateBlocked {
-				s.metrics.refusals.WithLabelValues(p.BlockRule).Inc()
-			}
-		}
-		if allowed { // it never ran: its finish is now
-			ev := specEvent("run.finish", t.name, a.Spec())
-			ev.ID, ev.State, ev.Via = a.ID(), p.State, via
-			if err != nil {
-				ev.Error = err.Error()
-			}
-			s.write(ev)
-			s.settle(a.ID())
-		}
-		if err != nil && p.ID != "" {
-			return p, s.runError(ctx, err)
-		}
-		return p, err
-	}
-	s.trackStarted(t, p.ID, release)
-	return p, nil
+	return s.jobs.start(ctx, t, a, via, remote)
 }
 
 // trackStarted hands the admission of a job that started to its tracker,
@@ -619,8 +573,7 @@ func (s *Service) trackStarted(t *tenantState, id string, release func()) {
 			return // the server is stopping; the job goes on and the next one tracks it
 		}
 		s.metrics.ended("background", res)
-		if pl, ok, _ := s.ex.Placed(id); ok && s.node != nil && pl.Node == s.node.self.ID {
-			s.finishPlaced(id, t.name, cluster.Fence{Node: pl.Node, Attempt: pl.Attempt}, res)
+		if s.jobs.recordEnd(t, id, res) {
 			return
 		}
 		ev := auditEvent{Event: "run.finish", Tenant: t.name, Background: true}.withResult(res)
@@ -644,26 +597,12 @@ func (s *Service) track(t *tenantState, id string) {
 // Get reports a background job. It reads the record once and checks the owner
 // on the answer: the monitor is the call agents poll.
 func (s *Service) Get(ctx context.Context, tenant, id string) (executor.Result, error) {
-	if s.node != nil {
-		return s.clusterGet(ctx, tenant, id)
-	}
-	r, err := s.ex.Get(ctx, id)
-	if errors.Is(err, executor.ErrNotFound) || err == nil && tenant != Anonymous && r.Tenant != tenant {
-		return executor.Result{}, notFound(id)
-	}
-	return r, err
+	return s.jobs.get(ctx, tenant, id)
 }
 
 // Logs returns or follows a background job's output.
 func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.LogsOptions) (executor.Logs, error) {
-	if s.node != nil {
-		return s.clusterLogsOf(ctx, tenant, id, opts)
-	}
-	_, err := s.owned(tenant, id)
-	if err != nil {
-		return executor.Logs{}, err
-	}
-	return s.ex.Logs(ctx, id, opts)
+	return s.jobs.logs(ctx, tenant, id, opts)
 }
 
 // Follow delivers a job's output from opts.Offset to opts.Follow as the job
@@ -672,20 +611,7 @@ func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.Log
 // job is the tenant's, the options valid), before the first chunk, so that a
 // refusal can still be an ordinary answer.
 func (s *Service) Follow(ctx context.Context, tenant, id string, opts executor.LogsOptions, begin func()) (executor.Result, error) {
-	if s.node != nil && !s.isLocal(id) {
-		return s.clusterFollow(ctx, tenant, id, opts, begin)
-	}
-	if _, err := s.owned(tenant, id); err != nil {
-		return executor.Result{}, err
-	}
-	if _, err := executor.CheckLogs(opts); err != nil {
-		return executor.Result{}, err
-	}
-	begin()
-	if _, err := s.ex.Logs(ctx, id, opts); err != nil {
-		return executor.Result{}, err
-	}
-	return s.Get(ctx, tenant, id)
+	return s.jobs.follow(ctx, tenant, id, opts, begin)
 }
 
 // Kill signals a background job, with escalation to SIGKILL after forceAfter.
@@ -694,12 +620,7 @@ func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfte
 	if err != nil {
 		return executor.KillResult{}, err
 	}
-	var k executor.KillResult
-	if s.node != nil {
-		k, err = s.clusterKill(ctx, tenant, id, signal, forceAfter)
-	} else if err = s.own(t, id); err == nil {
-		k, err = s.ex.Kill(ctx, id, signal, forceAfter)
-	}
+	k, err := s.jobs.kill(ctx, t, id, signal, forceAfter)
 	if err != nil {
 		return k, err
 	}
@@ -714,18 +635,9 @@ func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfte
 // Wait waits up to timeout for a background job to end and returns its Result:
 // the final one, or the current one (state running) when the wait timed out.
 func (s *Service) Wait(ctx context.Context, tenant, id string, timeout time.Duration) (executor.Result, error) {
-	wait := func(ctx context.Context) (executor.Result, error) {
-		if s.node != nil {
-			return s.clusterWait(ctx, tenant, id)
-		}
-		if _, err := s.owned(tenant, id); err != nil {
-			return executor.Result{}, err
-		}
-		return s.ex.Wait(ctx, id)
-	}
 	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
 	defer cancel()
-	res, err := wait(wctx)
+	res, err := s.jobs.wait(wctx, tenant, id)
 	if err != nil && errors.Is(context.Cause(wctx), errWaitTimeout) && ctx.Err() == nil {
 		return res, nil
 	}
@@ -741,21 +653,12 @@ func (s *Service) List(ctx context.Context, tenant string, opts executor.ListOpt
 		return executor.ProcessList{}, err
 	}
 	opts.Tenant = t.name
-	if s.node != nil {
-		return s.clusterList(ctx, opts)
-	}
-	return s.ex.List(ctx, opts)
+	return s.jobs.list(ctx, opts)
 }
 
 // Remove deletes an ended job's record and logs.
 func (s *Service) Remove(ctx context.Context, tenant, id string) error {
-	if s.node != nil {
-		return s.clusterRemove(ctx, tenant, id)
-	}
-	if _, err := s.owned(tenant, id); err != nil {
-		return err
-	}
-	return s.ex.Remove(ctx, id)
+	return s.jobs.remove(ctx, tenant, id)
 }
 
 // CheckResultOf is a policy decision as the API answers it.
