@@ -35,6 +35,8 @@ type Service struct {
 	// jobs is where job operations go: localJobs, or clusterJobs on a node
 	// of a cluster; chosen once, in NewService.
 	jobs jobs
+	// member is the node's part in a cluster, or noCluster; chosen with jobs.
+	member membership
 	// dial reaches another node (WithPeers); a cluster node needs it.
 	dial func(address, token string) (Peer, error)
 
@@ -96,7 +98,7 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}
-	s.jobs = localJobs{s}
+	s.jobs, s.member = localJobs{s}, noCluster{}
 	if cfg.Cluster.Database != "" { // the one choice of mode
 		s.node, err = joinCluster(cfg, log, s.metrics.heartbeatFailures, s.auditSwept)
 		if err != nil {
@@ -104,14 +106,12 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 			return nil, err
 		}
 		s.metrics.reg.MustRegister(newNodeCollector(s.node), s.metrics.heartbeatFailures)
-		s.jobs = clusterJobs{s}
+		s.jobs, s.member = clusterJobs{s}, clusterMember{s}
 	}
 	s.trackCtx, s.stopTrack = context.WithCancel(context.Background())
 	running, err := ex.Running(context.Background())
 	if err != nil {
-		if s.node != nil {
-			s.node.close()
-		}
+		s.member.close()
 		audit.close()
 		return nil, err
 	}
@@ -129,9 +129,7 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	}
 	s.settleEnded(tracked)
 	s.trackers.Go(s.sweep)
-	if s.node != nil {
-		s.startPlacing()
-	}
+	s.member.run()
 	return s, nil
 }
 
@@ -155,11 +153,7 @@ func (s *Service) sweepOnce() {
 	}
 	for _, id := range reaped {
 		s.write(auditEvent{Event: "workspace.delete", Workspace: id, Reason: "its ttl passed"})
-		if s.node != nil {
-			if err := s.node.c.UnbindWorkspace(ctx, id); err != nil {
-				s.log.Warn("forget a reaped workspace in the cluster", "workspace", id, "err", s.node.scrub(err))
-			}
-		}
+		s.member.unbindWorkspace(ctx, id)
 	}
 	if s.cfg.KeepJobs > 0 {
 		removed, err := s.ex.Prune(ctx, seconds(s.cfg.KeepJobs))
@@ -169,15 +163,7 @@ func (s *Service) sweepOnce() {
 		if len(removed) > 0 {
 			s.log.Info("forgot expired jobs", "count", len(removed))
 		}
-		if s.node != nil {
-			pruned, err := s.node.c.Prune(ctx, seconds(s.cfg.KeepJobs))
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("prune the cluster's ended jobs", "err", s.node.scrub(err))
-			}
-			if pruned > 0 {
-				s.log.Info("pruned the cluster's ended jobs", "count", pruned)
-			}
-		}
+		s.member.prune(ctx, seconds(s.cfg.KeepJobs))
 	}
 }
 
@@ -241,9 +227,7 @@ func (s *Service) Close(ctx context.Context, killJobs bool) error {
 	}
 	s.stopTrack()
 	s.trackers.Wait()
-	if s.node != nil {
-		s.node.close()
-	}
+	s.member.close()
 	return s.audit.close()
 }
 
@@ -309,40 +293,31 @@ func (s *Service) Ready(ctx context.Context) error {
 // ClusterReady reports whether the cluster's database answers and this node's
 // lease holds; it is nil for a server without a database.
 func (s *Service) ClusterReady(ctx context.Context) error {
-	if s.node == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	return s.node.ready(ctx)
+	return s.member.ready(ctx)
 }
 
 // Nodes lists the nodes of the server's cluster. Any authenticated caller may:
 // the list names nodes and their addresses, which the callers of a cluster
 // reach anyway, and nothing of any tenant's.
 func (s *Service) Nodes(ctx context.Context) (api.NodeList, error) {
-	if s.node == nil {
-		return api.NodeList{}, api.ErrNotACluster
-	}
-	return s.node.nodes(ctx)
+	return s.member.nodes(ctx)
 }
 
 // Drain stops (draining) or resumes new placements on node id, as the tenant
 // asks: one of the admin tenants, or anyone on a server without tokens.
 func (s *Service) Drain(ctx context.Context, tenant, id string, draining bool, via, remote string) (api.Node, error) {
-	if s.node == nil {
-		return api.Node{}, api.ErrNotACluster
-	}
 	event := "node.drain"
 	if !draining {
 		event = "node.undrain"
 	}
-	if len(s.tokens) > 0 && !slices.Contains(s.cfg.Cluster.AdminTenants, tenant) {
-		err := fmt.Errorf("%w: draining a node is for the operator: tenant %q is not one of the server's admin tenants (--admin-tenants)", api.ErrForbidden, tenant)
-		s.write(auditEvent{Event: event, Tenant: tenant, Node: id, Via: via, Remote: remote, Error: err.Error()})
-		return api.Node{}, err
-	}
-	n, err := s.node.drain(ctx, id, draining)
+	n, err := s.member.drain(ctx, id, draining, func() error {
+		if len(s.tokens) > 0 && !slices.Contains(s.cfg.Cluster.AdminTenants, tenant) {
+			err := fmt.Errorf("%w: draining a node is for the operator: tenant %q is not one of the server's admin tenants (--admin-tenants)", api.ErrForbidden, tenant)
+			s.write(auditEvent{Event: event, Tenant: tenant, Node: id, Via: via, Remote: remote, Error: err.Error()})
+			return err
+		}
+		return nil
+	})
 	if err != nil {
 		return n, err
 	}
@@ -481,7 +456,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 		return executor.Result{}, &executor.SpecError{Field: "background", Reason: "a foreground run; start a background job instead"}
 	}
 	if spec.Workspace != "" {
-		if peer, err := s.holder(ctx, t.name, spec.Workspace); peer != nil || err != nil {
+		if peer, err := s.member.holder(ctx, t.name, spec.Workspace); peer != nil || err != nil {
 			if err != nil {
 				return executor.Result{}, err
 			}
