@@ -14,7 +14,13 @@
 // Files by job: http.go (routes, middleware, the server), origin.go (the
 // no-token guard), decode.go (strict JSON bodies), routes.go (the handlers),
 // logs.go and events.go (pages of output, Server-Sent Events), mcp.go (the
-// tools), service.go, audit.go, metrics.go, config.go.
+// tools), service.go, audit.go, metrics.go, config.go. The Service's mode is
+// chosen once, in NewService: jobs.go (job operations: localJobs, or
+// clusterJobs) and membership.go (noCluster, or clusterMember); the cluster's
+// side of both is node.go (membership of the cluster), placement.go (the
+// queue, claims, ends and reads across nodes), sealed.go (env and stdin in
+// the queue), and peers.go (Peer: the calls to other nodes, implemented by
+// cluster/peer).
 //
 // Data flows: request → same-origin guard → authenticate → decode → Service
 // (the executor's gate, Admit, with the tenant's Caller; admission; audit of the
