@@ -16,8 +16,9 @@ import (
 // once; the Service's operations ask no other question about the mode.
 type jobs interface {
 	// room waits for the place of an admitted foreground run, up to its
-	// queue_timeout; ended gives it back and audits the run's finish, if any.
-	room(ctx context.Context, t *tenantState, a executor.Admitted) (ended func(executor.Result, *auditEvent), err error)
+	// queue_timeout, calling waiting if it has to wait; ended gives the
+	// place back and audits the run's finish, if any.
+	room(ctx context.Context, t *tenantState, a executor.Admitted, waiting func()) (ended func(executor.Result, *auditEvent), err error)
 	// start starts an admitted background job, auditing its start.
 	start(ctx context.Context, t *tenantState, a executor.Admitted, via, remote string) (executor.Process, error)
 	// recordEnd records and audits the end of job id where its mode keeps
@@ -38,8 +39,8 @@ type jobs interface {
 // tenants' places counted in this process.
 type localJobs struct{ s *Service }
 
-func (l localJobs) room(ctx context.Context, t *tenantState, a executor.Admitted) (func(executor.Result, *auditEvent), error) {
-	release, err := l.s.reserve(ctx, t, a.Spec().QueueTimeout.Duration())
+func (l localJobs) room(ctx context.Context, t *tenantState, a executor.Admitted, waiting func()) (func(executor.Result, *auditEvent), error) {
+	release, err := l.s.reserve(ctx, t, a.Spec().QueueTimeout.Duration(), waiting)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (l localJobs) room(ctx context.Context, t *tenantState, a executor.Admitted
 
 func (l localJobs) start(ctx context.Context, t *tenantState, a executor.Admitted, via, remote string) (executor.Process, error) {
 	s := l.s
-	release, err := s.reserve(ctx, t, a.Spec().QueueTimeout.Duration())
+	release, err := s.reserve(ctx, t, a.Spec().QueueTimeout.Duration(), nil)
 	if err != nil {
 		return executor.Process{}, err
 	}
@@ -152,11 +153,11 @@ func (l localJobs) remove(ctx context.Context, tenant, id string) error {
 // from its engine, the others from the database or their node.
 type clusterJobs struct{ s *Service }
 
-func (c clusterJobs) room(ctx context.Context, t *tenantState, a executor.Admitted) (func(executor.Result, *auditEvent), error) {
+func (c clusterJobs) room(ctx context.Context, t *tenantState, a executor.Admitted, waiting func()) (func(executor.Result, *auditEvent), error) {
 	if !a.Decision().Allowed { // refused: nothing runs, and it takes no node's slot
-		return localJobs(c).room(ctx, t, a)
+		return localJobs(c).room(ctx, t, a, waiting)
 	}
-	return c.s.placeRun(ctx, t, a) // a slot on this node, by the cluster's queue
+	return c.s.placeRun(ctx, t, a, waiting) // a slot on this node, by the cluster's queue
 }
 
 func (c clusterJobs) start(ctx context.Context, t *tenantState, a executor.Admitted, via, remote string) (executor.Process, error) {

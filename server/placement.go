@@ -881,7 +881,7 @@ func isTransport(err error) bool {
 // and the tenant's cluster-wide limit and wait their turn fairly with jobs.
 // It returns once the run may start, recorded as started; the returned func
 // records its end. Past its queue timeout the answer is ErrQueueTimeout.
-func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admitted) (func(executor.Result, *auditEvent), error) {
+func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admitted, waiting func()) (func(executor.Result, *auditEvent), error) {
 	if err := s.tenantLimits(ctx, t); err != nil {
 		return nil, err
 	}
@@ -916,9 +916,14 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 	if s.claimOne(s.trackCtx) {
 		s.wakePlacer()
 	}
+	var j cluster.Job
+	select {
+	case j = <-ch: // room at once
+	default:
+		waiting()
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var j cluster.Job
 	for j.ID == "" {
 		select {
 		case j = <-ch:

@@ -352,8 +352,9 @@ func (s *Service) owned(tenant, id string) (*tenantState, error) {
 
 // reserve counts a new run against the tenant's concurrency limit. A tenant
 // at its limit waits its turn, first in first out, up to wait (the request's
-// queue_timeout): then the answer is api.ErrBusy, naming the wait.
-func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duration) (release func(), err error) {
+// queue_timeout): then the answer is api.ErrBusy, naming the wait. waiting,
+// if set, is called when the run has to wait.
+func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duration, waiting func()) (release func(), err error) {
 	t.mu.Lock()
 	if t.active < t.limits.MaxConcurrent && len(t.turns) == 0 {
 		t.active++
@@ -368,6 +369,9 @@ func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duratio
 	turn := make(chan struct{})
 	t.turns = append(t.turns, turn)
 	t.mu.Unlock()
+	if waiting != nil {
+		waiting()
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -434,12 +438,13 @@ func (s *Service) auditStart(a executor.Admitted, via, remote string) {
 
 // RunFollower is how the caller of a foreground run follows it, each part
 // optional: Admitted is called with the spec as admitted (every default
-// filled: its deadlines) before the run waits for room; Begin with the run's
-// id once the run has room and its start is audited, just before its sandbox
-// is made (not for a refusal); Stdout and Stderr get the output as the
-// command writes it.
+// filled: its deadlines) before the run waits for room; Queued with the run's
+// id if it has to wait; Begin with the run's id once the run has room and its
+// start is audited, just before its sandbox is made (not for a refusal);
+// Stdout and Stderr get the output as the command writes it.
 type RunFollower struct {
 	Admitted       func(executor.Spec)
+	Queued         func(id string)
 	Begin          func(id string)
 	Stdout, Stderr io.Writer
 }
@@ -472,7 +477,12 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	}
 	var res executor.Result
 	var finish *auditEvent // the run's finish, once it has one
-	ended, err := s.jobs.room(ctx, t, a)
+	waiting := func() {
+		if f.Queued != nil {
+			f.Queued(a.ID())
+		}
+	}
+	ended, err := s.jobs.room(ctx, t, a, waiting)
 	if err != nil {
 		return executor.Result{}, err
 	}
