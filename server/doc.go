@@ -18,8 +18,8 @@
 // chosen once, in NewService: jobs.go (job operations: localJobs, or
 // clusterJobs) and membership.go (noCluster, or clusterMember); the cluster's
 // side of both is node.go (membership of the cluster), placement.go (the
-// queue, claims, ends and reads across nodes), sealed.go (env and stdin in
-// the queue), and peers.go (Peer: the calls to other nodes, implemented by
+// queue, claims, ends and reads across nodes), sealed.go (the tenant's key
+// for cluster/seal), and peers.go (Peer: the calls to other nodes, implemented by
 // cluster/peer).
 //
 // Data flows: request → same-origin guard → authenticate → decode → Service

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/cluster/seal"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -195,7 +196,7 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 		fail(err.Error())
 		return
 	}
-	q, err := openSpec(key, j.ID, j.Spec)
+	q, err := seal.Open(key, j.ID, j.Spec)
 	if err != nil {
 		fail("could not read the job's request: " + err.Error())
 		return
@@ -416,7 +417,7 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 	if err != nil {
 		return executor.Process{}, err
 	}
-	specJSON, err := sealSpec(key, a.ID(), spec, a.Decision())
+	specJSON, err := seal.Spec(key, a.ID(), spec, a.Decision())
 	if err != nil {
 		return executor.Process{}, err
 	}
