@@ -321,3 +321,25 @@ func TestManyClaimers(t *testing.T) {
 	}
 	t.Logf("jobs per node: %v", per)
 }
+
+// Expire and a kill in the queue say whether they ended the job: the caller
+// audits that end, and only the call that made it does (one run.finish).
+func TestQueueEndsSayWhoEndedThem(t *testing.T) {
+	c := fresh(t)
+	ctx := t.Context()
+	j := enqueue(t, c, cluster.NewJob{Tenant: "t", QueueTimeout: 10 * time.Millisecond})
+	time.Sleep(50 * time.Millisecond)
+	if got, ended, err := c.Expire(ctx, j.ID); err != nil || !ended || got.State != api.StateExpired {
+		t.Fatalf("the first expiry: %s, ended %v, %v; want expired by this call", got.State, ended, err)
+	}
+	if got, ended, err := c.Expire(ctx, j.ID); err != nil || ended || got.State != api.StateExpired {
+		t.Fatalf("the second expiry: %s, ended %v, %v; want expired before, not by this call", got.State, ended, err)
+	}
+	k := enqueue(t, c, cluster.NewJob{Tenant: "t"})
+	if got, ended, err := c.RequestKill(ctx, k.ID, "SIGKILL", 0); err != nil || !ended || got.State != api.StateKilled {
+		t.Fatalf("a kill in the queue: %s, ended %v, %v; want killed by this call", got.State, ended, err)
+	}
+	if _, ended, err := c.RequestKill(ctx, k.ID, "SIGKILL", 0); err != nil || ended {
+		t.Fatalf("a second kill: ended %v, %v; want nothing ended", ended, err)
+	}
+}
