@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -146,12 +145,14 @@ func (n *node) sweep(ctx context.Context) {
 		return
 	}
 	var ended []cluster.Job
-	for _, id := range slices.Concat(sw.Lost, sw.Expired) {
-		j, err := n.c.Get(ctx, id)
-		if err != nil { // removed since, or out of reach: its end is still told, as far as it is known
-			j = cluster.Job{ID: id, State: api.StateLost, Reason: "ended by the cluster's sweep; its row could not be read: " + n.scrub(err)}
+	for state, ids := range map[api.State][]string{api.StateLost: sw.Lost, api.StateExpired: sw.Expired} {
+		for _, id := range ids {
+			j, err := n.c.Get(ctx, id)
+			if err != nil { // removed since, or out of reach: its end is still told, as far as it is known
+				j = cluster.Job{ID: id, State: state, Reason: "ended by the cluster's sweep; its row could not be read: " + n.scrub(err)}
+			}
+			ended = append(ended, j)
 		}
-		ended = append(ended, j)
 	}
 	n.swept(ended)
 }
