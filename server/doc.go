@@ -17,7 +17,7 @@
 // tools), service.go, audit.go, metrics.go, config.go. The Service's mode is
 // chosen once, in NewService: jobs.go (job operations: localJobs, or
 // clusterJobs) and membership.go (noCluster, or clusterMember); the cluster's
-// side of both is node.go (membership of the cluster), placement.go (the
+// side of both is cluster/member (the node's membership), placement.go (the
 // queue, claims, ends and reads across nodes), sealed.go (the tenant's key
 // for cluster/seal), and peers.go (Peer: the calls to other nodes, implemented by
 // cluster/peer).

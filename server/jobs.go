@@ -164,11 +164,11 @@ func (c clusterJobs) start(ctx context.Context, t *tenantState, a executor.Admit
 	return c.s.startQueued(ctx, t, a, via, remote)
 }
 
-func (c clusterJobs) node() string { return c.s.node.self.ID }
+func (c clusterJobs) node() string { return c.s.node.Self().ID }
 
 func (c clusterJobs) recordEnd(t *tenantState, id string, res executor.Result) bool {
 	pl, ok, _ := c.s.ex.Placed(id)
-	if !ok || pl.Node != c.s.node.self.ID {
+	if !ok || pl.Node != c.s.node.Self().ID {
 		return false // one from before the cluster: this host's
 	}
 	c.s.finishPlaced(id, t.name, cluster.Fence{Node: pl.Node, Attempt: pl.Attempt}, res)

@@ -61,32 +61,32 @@ func (noCluster) otherWorkspaces(context.Context, string) ([]executor.Workspace,
 	return nil, nil
 }
 
-// clusterMember is the membership of a node of a cluster (node.go,
+// clusterMember is the membership of a node of a cluster (cluster/member,
 // placement.go).
 type clusterMember struct{ s *Service }
 
 func (m clusterMember) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	return m.s.node.ready(ctx)
+	return m.s.node.Ready(ctx)
 }
 
-func (m clusterMember) nodes(ctx context.Context) (api.NodeList, error) { return m.s.node.nodes(ctx) }
+func (m clusterMember) nodes(ctx context.Context) (api.NodeList, error) { return m.s.node.Nodes(ctx) }
 
 func (m clusterMember) drain(ctx context.Context, id string, draining bool, allowed func() error) (api.Node, error) {
 	if err := allowed(); err != nil {
 		return api.Node{}, err
 	}
-	return m.s.node.drain(ctx, id, draining)
+	return m.s.node.Drain(ctx, id, draining)
 }
 
 func (m clusterMember) run()   { m.s.startPlacing() }
-func (m clusterMember) close() { m.s.node.close() }
+func (m clusterMember) close() { m.s.node.Close() }
 
 func (m clusterMember) prune(ctx context.Context, age time.Duration) {
-	pruned, err := m.s.node.c.Prune(ctx, age)
+	pruned, err := m.s.node.Cluster().Prune(ctx, age)
 	if err != nil && ctx.Err() == nil {
-		m.s.log.Warn("prune the cluster's ended jobs", "err", m.s.node.scrub(err))
+		m.s.log.Warn("prune the cluster's ended jobs", "err", m.s.node.Scrub(err))
 	}
 	if pruned > 0 {
 		m.s.log.Info("pruned the cluster's ended jobs", "count", pruned)
@@ -95,24 +95,24 @@ func (m clusterMember) prune(ctx context.Context, age time.Duration) {
 
 func (m clusterMember) bindWorkspace(ctx context.Context, id, tenant string) error {
 	// Its jobs are placed on this node, which holds its files.
-	err := m.s.node.c.BindWorkspace(ctx, cluster.Workspace{ID: id, Tenant: tenant, Node: m.s.node.self.ID})
-	return m.s.node.unavailable(err)
+	err := m.s.node.Cluster().BindWorkspace(ctx, cluster.Workspace{ID: id, Tenant: tenant, Node: m.s.node.Self().ID})
+	return m.s.node.Unavailable(err)
 }
 
 func (m clusterMember) unbindWorkspace(ctx context.Context, id string) {
-	if err := m.s.node.c.UnbindWorkspace(ctx, id); err != nil {
-		m.s.log.Warn("forget a workspace in the cluster", "workspace", id, "err", m.s.node.scrub(err))
+	if err := m.s.node.Cluster().UnbindWorkspace(ctx, id); err != nil {
+		m.s.log.Warn("forget a workspace in the cluster", "workspace", id, "err", m.s.node.Scrub(err))
 	}
 }
 
 func (m clusterMember) holder(ctx context.Context, tenant, id string) (Peer, error) {
 	n := m.s.node
-	w, err := n.c.WorkspaceOf(ctx, id)
+	w, err := n.Cluster().WorkspaceOf(ctx, id)
 	switch {
-	case errors.Is(err, cluster.ErrNotFound), err == nil && w.Node == n.self.ID:
+	case errors.Is(err, cluster.ErrNotFound), err == nil && w.Node == n.Self().ID:
 		return nil, nil // this node's, or unknown: this node's engine answers
 	case err != nil:
-		return nil, n.unavailable(err)
+		return nil, n.Unavailable(err)
 	case tenant != Anonymous && w.Tenant != tenant:
 		return nil, nil // another tenant's: this node answers it as unknown
 	}
@@ -121,13 +121,13 @@ func (m clusterMember) holder(ctx context.Context, tenant, id string) (Peer, err
 
 func (m clusterMember) otherWorkspaces(ctx context.Context, tenant string) ([]executor.Workspace, error) {
 	n := m.s.node
-	nodes, err := n.c.WorkspaceNodes(ctx, tenant)
+	nodes, err := n.Cluster().WorkspaceNodes(ctx, tenant)
 	if err != nil {
-		return nil, n.unavailable(err)
+		return nil, n.Unavailable(err)
 	}
 	var list []executor.Workspace
 	for _, id := range nodes {
-		if id == n.self.ID {
+		if id == n.Self().ID {
 			continue
 		}
 		peer, err := m.s.peer(ctx, id, tenant)

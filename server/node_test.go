@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/cluster/member"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 	"github.com/airlock-sandbox/airlock/internal/pgtest"
@@ -233,7 +234,7 @@ func TestNodeWithoutHeartbeatsIsNotLive(t *testing.T) {
 		t.Fatalf("node-b before: %+v", n)
 	}
 	start := time.Now()
-	b.svc.node.stopLoops() // node-b hangs: no more heartbeats
+	b.svc.node.StopLoops() // node-b hangs: no more heartbeats
 	eventually(t, 3*testLease, "node-b not live", func() bool {
 		n, _ := findNode(nodeList(t, a, tokA), "node-b")
 		return !n.Live
@@ -254,26 +255,6 @@ func TestNodeWithoutHeartbeatsIsNotLive(t *testing.T) {
 	_, metrics, _ := a.do("GET", "/metrics", "", nil)
 	if !strings.Contains(string(metrics), `airlock_node_live{node="node-b"} 0`) {
 		t.Error("metrics: node-b still live")
-	}
-}
-
-// TestNodeIDKeptInTheDataDir: without --node-id, a server restarted on the same
-// data dir is the same node; another data dir is another node.
-func TestNodeIDKeptInTheDataDir(t *testing.T) {
-	dir, other := t.TempDir(), t.TempDir()
-	first, err := nodeID("", dir)
-	if err != nil || !validNodeID(first) {
-		t.Fatalf("new id %q: %v", first, err)
-	}
-	again, err := nodeID("", dir)
-	if err != nil || again != first {
-		t.Errorf("restart: id %q, want %q (%v)", again, first, err)
-	}
-	if id, _ := nodeID("", other); id == first {
-		t.Errorf("another data dir has the same id %q", id)
-	}
-	if id, _ := nodeID("given", dir); id != "given" {
-		t.Errorf("--node-id: %q", id)
 	}
 }
 
@@ -315,7 +296,7 @@ func TestLoadClusterSettings(t *testing.T) {
 	if r := cfg.Redacted().Cluster.Database; strings.Contains(r, "pw") || !strings.Contains(r, "db/airlock") {
 		t.Errorf("redacted database URL %q", r)
 	}
-	if r := redactURL("postgres://db/airlock?password=pw&sslmode=disable"); strings.Contains(r, "=pw") {
+	if r := member.RedactURL("postgres://db/airlock?password=pw&sslmode=disable"); strings.Contains(r, "=pw") {
 		t.Errorf("redacted query password %q", r)
 	}
 }
@@ -367,16 +348,16 @@ func TestClusterDoesNotStartWithoutItsDatabase(t *testing.T) {
 	var err error
 	go func() {
 		defer close(ctxDone)
-		var n *node
-		n, err = joinCluster(cfg, slog.New(slog.DiscardHandler), newMetrics().heartbeatFailures, func([]cluster.Job) {})
+		var n *member.Node
+		n, err = member.Join(cfg.memberConfig(), slog.New(slog.DiscardHandler), newMetrics().heartbeatFailures, func([]cluster.Job) {})
 		if n != nil {
-			n.close()
+			n.Close()
 		}
 	}()
 	select {
 	case <-ctxDone:
 	case <-time.After(30 * time.Second):
-		t.Fatal("joinCluster did not give up on an unreachable database")
+		t.Fatal("member.Join did not give up on an unreachable database")
 	}
 	if err == nil || !strings.Contains(err.Error(), `PostgreSQL database "airlock" at 127.0.0.1:1`) || strings.Contains(err.Error(), secret) {
 		t.Errorf("error %v: want one naming the database, without the password", err)
@@ -395,12 +376,12 @@ func TestSweepPrunesTheClustersEndedJobs(t *testing.T) {
 		t.Fatalf("wait: %d %s", status, data)
 	}
 	eventually(t, 10*time.Second, "the job's end recorded in the cluster", func() bool {
-		j, err := a.svc.node.c.Get(t.Context(), old.ID)
+		j, err := a.svc.node.Cluster().Get(t.Context(), old.ID)
 		return err == nil && j.Ended()
 	})
 	time.Sleep(time.Second)
 	a.svc.sweepOnce()
-	if _, err := a.svc.node.c.Get(t.Context(), old.ID); !errors.Is(err, cluster.ErrNotFound) {
+	if _, err := a.svc.node.Cluster().Get(t.Context(), old.ID); !errors.Is(err, cluster.ErrNotFound) {
 		t.Fatalf("the cluster's row of a job that ended past keep_jobs: %v; want not found", err)
 	}
 	if status, _, _ := a.do("GET", "/v1/processes/"+old.ID, tokA, nil); status != http.StatusNotFound {

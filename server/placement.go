@@ -71,7 +71,7 @@ func (p *placer) unwatch(id string, ch <-chan struct{}) {
 // notice wakes what the database's notice concerns.
 func (s *Service) notice(n cluster.Notice) {
 	switch {
-	case n.Queue, n.KillFor == s.node.self.ID:
+	case n.Queue, n.KillFor == s.node.Self().ID:
 		s.wakePlacer()
 	case n.Job != "":
 		s.placer.mu.Lock()
@@ -98,7 +98,7 @@ func (s *Service) startPlacing() {
 	s.placer = &placer{wake: make(chan struct{}, 1), starting: map[string]bool{}, runs: map[string]chan cluster.Job{},
 		watched: map[string]chan struct{}{}}
 	s.reconcilePlaced(s.trackCtx)
-	s.trackers.Go(func() { s.node.c.Listen(s.trackCtx, s.notice) })
+	s.trackers.Go(func() { s.node.Cluster().Listen(s.trackCtx, s.notice) })
 	s.trackers.Go(func() {
 		claim := time.NewTicker(pollEvery)
 		defer claim.Stop()
@@ -112,7 +112,7 @@ func (s *Service) startPlacing() {
 			case <-claim.C:
 			case <-reconcile.C:
 				s.reconcilePlaced(s.trackCtx)
-			case <-s.node.lapsed:
+			case <-s.node.Lapsed():
 				s.reconcilePlaced(s.trackCtx)
 			}
 			s.claimAll(s.trackCtx)
@@ -138,13 +138,13 @@ func (s *Service) claimAll(ctx context.Context) {
 // claimOne takes the next queued job that fits this node, if any, and starts
 // it; a run goes to its caller, who starts it. It reports whether it took one.
 func (s *Service) claimOne(ctx context.Context) bool {
-	j, err := s.node.c.Claim(ctx, s.node.self.ID)
+	j, err := s.node.Cluster().Claim(ctx, s.node.Self().ID)
 	switch {
 	case errors.Is(err, cluster.ErrNoWork), errors.Is(err, cluster.ErrNodeUnavailable):
 		return false
 	case err != nil:
 		if ctx.Err() == nil {
-			s.log.Warn("claim queued work", "node", s.node.self.ID, "err", s.node.scrub(err))
+			s.log.Warn("claim queued work", "node", s.node.Self().ID, "err", s.node.Scrub(err))
 		}
 		return false
 	}
@@ -206,10 +206,10 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 		fail("cannot run the job: " + err.Error())
 		return
 	}
-	if err := s.node.c.Start(ctx, j.ID, fence); err != nil {
+	if err := s.node.Cluster().Start(ctx, j.ID, fence); err != nil {
 		// Fenced: the cluster gave the job to another attempt; out of reach:
 		// it stays placed here, and reconcilePlaced gives it back.
-		s.log.Warn("start a placed job", "id", j.ID, "err", s.node.scrub(err))
+		s.log.Warn("start a placed job", "id", j.ID, "err", s.node.Scrub(err))
 		return
 	}
 	p, err := s.ex.Launch(context.WithoutCancel(ctx), a)
@@ -227,10 +227,10 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 		return
 	}
 	s.trackStarted(t, p.ID, func() {})
-	if err := s.node.c.Launched(ctx, j.ID, fence); err != nil {
+	if err := s.node.Cluster().Launched(ctx, j.ID, fence); err != nil {
 		// The job runs; its caller learns it from the next read of the row
 		// that answers (its end, or a lost node's sweep).
-		s.log.Warn("record a placed job's launch", "id", j.ID, "err", s.node.scrub(err))
+		s.log.Warn("record a placed job's launch", "id", j.ID, "err", s.node.Scrub(err))
 	}
 }
 
@@ -260,7 +260,7 @@ func (s *Service) finishPlaced(id, tenant string, fence cluster.Fence, res execu
 func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End, finish *auditEvent) {
 	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		ctx, cancel := context.WithTimeout(s.trackCtx, 30*time.Second)
-		err := s.node.c.Finish(ctx, id, fence, end)
+		err := s.node.Cluster().Finish(ctx, id, fence, end)
 		cancel()
 		switch {
 		case err == nil:
@@ -273,7 +273,7 @@ func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End, fin
 				"id", id, "node", fence.Node, "attempt", fence.Attempt, "err", err)
 			return
 		}
-		s.log.Warn("record a job's end in the cluster; retrying", "id", id, "err", s.node.scrub(err))
+		s.log.Warn("record a job's end in the cluster; retrying", "id", id, "err", s.node.Scrub(err))
 		select {
 		case <-s.trackCtx.Done():
 			return
@@ -317,12 +317,12 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 	}
 	var held []cluster.Held
 	for _, p := range running {
-		if pl, ok, _ := s.ex.Placed(p.ID); ok && pl.Node == s.node.self.ID {
+		if pl, ok, _ := s.ex.Placed(p.ID); ok && pl.Node == s.node.Self().ID {
 			held = append(held, cluster.Held{Job: p.ID, Attempt: pl.Attempt})
 		}
 	}
 	if len(held) > 0 {
-		owned, err := s.node.c.Owned(ctx, s.node.self.ID, held)
+		owned, err := s.node.Cluster().Owned(ctx, s.node.Self().ID, held)
 		if err != nil {
 			return
 		}
@@ -339,7 +339,7 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 			}
 		}
 	}
-	assigned, err := s.node.c.Assigned(ctx, s.node.self.ID)
+	assigned, err := s.node.Cluster().Assigned(ctx, s.node.Self().ID)
 	if err != nil {
 		return
 	}
@@ -364,8 +364,8 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 		}
 		switch j.State {
 		case api.StatePlaced:
-			if err := s.node.c.Release(ctx, j.ID, j.Fence()); err != nil {
-				s.log.Warn("give back a placed job", "id", j.ID, "err", s.node.scrub(err))
+			if err := s.node.Cluster().Release(ctx, j.ID, j.Fence()); err != nil {
+				s.log.Warn("give back a placed job", "id", j.ID, "err", s.node.Scrub(err))
 			}
 		case api.StateRunning:
 			res, err := s.ex.Get(ctx, j.ID)
@@ -385,7 +385,7 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 
 // deliverKills sends the kills asked on other nodes for jobs this node runs.
 func (s *Service) deliverKills(ctx context.Context) {
-	kills, err := s.node.c.KillRequests(ctx, s.node.self.ID)
+	kills, err := s.node.Cluster().KillRequests(ctx, s.node.Self().ID)
 	if err != nil {
 		return
 	}
@@ -400,8 +400,8 @@ func (s *Service) deliverKills(ctx context.Context) {
 			s.log.Warn("deliver a kill", "id", k.Job, "err", err)
 			continue
 		}
-		if err := s.node.c.KillDelivered(ctx, k); err != nil {
-			s.log.Warn("record a delivered kill", "id", k.Job, "err", s.node.scrub(err))
+		if err := s.node.Cluster().KillDelivered(ctx, k); err != nil {
+			s.log.Warn("record a delivered kill", "id", k.Job, "err", s.node.Scrub(err))
 		}
 	}
 }
@@ -435,11 +435,11 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 			return p, err
 		}
 		resJSON, _ := json.Marshal(res)
-		_, err = s.node.c.Record(ctx, cluster.NewJob{ID: a.ID(), Tenant: t.name, Spec: specJSON},
+		_, err = s.node.Cluster().Record(ctx, cluster.NewJob{ID: a.ID(), Tenant: t.name, Spec: specJSON},
 			cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.BlockReason, Result: resJSON})
-		return p, s.node.unavailable(err)
+		return p, s.node.Unavailable(err)
 	}
-	_, err = s.node.c.Enqueue(ctx, cluster.NewJob{
+	_, err = s.node.Cluster().Enqueue(ctx, cluster.NewJob{
 		ID: a.ID(), Tenant: t.name, Spec: specJSON, Workspace: spec.Workspace, Memory: spec.Memory,
 		QueueTimeout: spec.QueueTimeout.Duration(), Retry: spec.Retry,
 	})
@@ -449,7 +449,7 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 	case errors.Is(err, cluster.ErrNotFound):
 		return executor.Process{}, &executor.SpecError{Field: "workspace", Reason: fmt.Sprintf("no workspace %q of the tenant's is known to the cluster", spec.Workspace)}
 	case err != nil:
-		return executor.Process{}, s.node.unavailable(err)
+		return executor.Process{}, s.node.Unavailable(err)
 	}
 	s.wakePlacer()
 	return s.awaitStart(ctx, a.ID(), spec.QueueTimeout.Duration())
@@ -463,9 +463,9 @@ func (s *Service) tenantLimits(ctx context.Context, t *tenantState) error {
 	if t.clusterLimits {
 		return nil
 	}
-	err := s.node.c.SetTenant(ctx, cluster.Tenant{Name: t.name, MaxRunning: t.limits.MaxConcurrent, MaxQueued: t.limits.MaxQueued})
+	err := s.node.Cluster().SetTenant(ctx, cluster.Tenant{Name: t.name, MaxRunning: t.limits.MaxConcurrent, MaxQueued: t.limits.MaxQueued})
 	if err != nil {
-		return s.node.unavailable(err)
+		return s.node.Unavailable(err)
 	}
 	t.clusterLimits = true
 	return nil
@@ -493,9 +493,9 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 	for {
 		s.placer.unwatch(id, changed)
 		changed = s.placer.watch(id)
-		j, err := s.node.c.Get(ctx, id)
+		j, err := s.node.Cluster().Get(ctx, id)
 		if err != nil {
-			return executor.Process{}, s.node.unavailable(err)
+			return executor.Process{}, s.node.Unavailable(err)
 		}
 		if j.State == api.StateRunning && started.IsZero() {
 			started = time.Now()
@@ -509,8 +509,8 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 			}
 			// By the database's clock, which the deadline is kept by.
 			var ended bool
-			if j, ended, err = s.node.c.Expire(ctx, id); err != nil {
-				return executor.Process{}, s.node.unavailable(err)
+			if j, ended, err = s.node.Cluster().Expire(ctx, id); err != nil {
+				return executor.Process{}, s.node.Unavailable(err)
 			}
 			if ended {
 				s.auditEnded(j)
@@ -544,11 +544,11 @@ func untilNextLook(deadline time.Time) time.Duration {
 // clusterJob reads job id from the cluster for the tenant: another tenant's
 // answers as an unknown id.
 func (s *Service) clusterJob(ctx context.Context, tenant, id string) (cluster.Job, error) {
-	j, err := s.node.c.Get(ctx, id)
+	j, err := s.node.Cluster().Get(ctx, id)
 	if errors.Is(err, cluster.ErrNotFound) || err == nil && tenant != Anonymous && j.Tenant != tenant {
 		return cluster.Job{}, notFound(id)
 	}
-	return j, s.node.unavailable(err)
+	return j, s.node.Unavailable(err)
 }
 
 // isLocal tells whether this node holds job id's record: its own engine then
@@ -610,9 +610,9 @@ func (s *Service) clusterLogs(ctx context.Context, j cluster.Job, opts executor.
 		if opts.Stream != "" && opts.Stream != "both" && opts.Stream != stream {
 			continue
 		}
-		o, err := s.node.c.Output(ctx, j.ID, stream, opts.Offset, opts.Limit)
+		o, err := s.node.Cluster().Output(ctx, j.ID, stream, opts.Offset, opts.Limit)
 		if err != nil {
-			return executor.Logs{}, s.node.unavailable(err)
+			return executor.Logs{}, s.node.Unavailable(err)
 		}
 		if stream == "stdout" {
 			l.Stdout, l.StdoutSize, l.StdoutBytes, l.StdoutNext = o.Data, o.Size, o.Total, o.Next
@@ -666,7 +666,7 @@ func (s *Service) clusterGet(ctx context.Context, tenant, id string) (executor.R
 		return local, nil // a job of this node whose end the cluster has not recorded yet, or one from before the cluster
 	case err != nil:
 		return executor.Result{}, err
-	case j.State == api.StateRunning && j.Node != s.node.self.ID:
+	case j.State == api.StateRunning && j.Node != s.node.Self().ID:
 		// Its node answers with its live usage; the row, when it cannot.
 		if c, perr := s.peer(ctx, j.Node, tenant); perr == nil {
 			if r, perr := c.Get(ctx, id); perr == nil {
@@ -681,9 +681,9 @@ func (s *Service) clusterGet(ctx context.Context, tenant, id string) (executor.R
 // tenant's token from this node's configuration, which every node of a
 // cluster shares (docs/cluster.md, "Jobs across nodes").
 func (s *Service) peer(ctx context.Context, id, tenant string) (Peer, error) {
-	nodes, err := s.node.c.Nodes(ctx)
+	nodes, err := s.node.Cluster().Nodes(ctx)
 	if err != nil {
-		return nil, s.node.unavailable(err)
+		return nil, s.node.Unavailable(err)
 	}
 	token := ""
 	for _, t := range s.cfg.Tokens {
@@ -740,7 +740,7 @@ func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts exe
 		return executor.Result{}, err
 	}
 	begin()
-	if j, err := s.clusterJob(ctx, tenant, id); err == nil && j.State == api.StateRunning && j.Node != s.node.self.ID {
+	if j, err := s.clusterJob(ctx, tenant, id); err == nil && j.State == api.StateRunning && j.Node != s.node.Self().ID {
 		// Its node follows it live; the end comes from the cluster.
 		if c, err := s.peer(ctx, j.Node, tenant); err == nil {
 			if _, err := c.Logs(ctx, id, opts); err != nil {
@@ -758,9 +758,9 @@ func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts exe
 			continue
 		}
 		for offset := opts.Offset; ; {
-			o, err := s.node.c.Output(ctx, id, stream, offset, 1<<20)
+			o, err := s.node.Cluster().Output(ctx, id, stream, offset, 1<<20)
 			if err != nil {
-				return executor.Result{}, s.node.unavailable(err)
+				return executor.Result{}, s.node.Unavailable(err)
 			}
 			if len(o.Data) == 0 {
 				break
@@ -797,9 +797,9 @@ func (s *Service) clusterKill(ctx context.Context, tenant, id, signal string, fo
 		return executor.KillResult{Process: p, AlreadyEnded: true,
 			Message: fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, p.State, *p.ExitCode)}, nil
 	}
-	j, ended, err := s.node.c.RequestKill(ctx, id, sig, forceAfter)
+	j, ended, err := s.node.Cluster().RequestKill(ctx, id, sig, forceAfter)
 	if err != nil {
-		return executor.KillResult{}, s.node.unavailable(err)
+		return executor.KillResult{}, s.node.Unavailable(err)
 	}
 	if ended {
 		s.auditEnded(j)
@@ -841,9 +841,9 @@ func (s *Service) clusterList(ctx context.Context, opts executor.ListOptions) (e
 	if err != nil {
 		return executor.ProcessList{}, err
 	}
-	jobs, total, err := s.node.c.List(ctx, cluster.Filter{Tenant: opts.Tenant, State: opts.State, Labels: opts.Labels, Limit: opts.Limit})
+	jobs, total, err := s.node.Cluster().List(ctx, cluster.Filter{Tenant: opts.Tenant, State: opts.State, Labels: opts.Labels, Limit: opts.Limit})
 	if err != nil {
-		return executor.ProcessList{}, s.node.unavailable(err)
+		return executor.ProcessList{}, s.node.Unavailable(err)
 	}
 	list := executor.ProcessList{Processes: make([]executor.Process, 0, len(jobs)), Total: total}
 	for _, j := range jobs {
@@ -867,7 +867,7 @@ func (s *Service) clusterRemove(ctx context.Context, tenant, id string) error {
 			return err
 		}
 	}
-	return s.node.unavailable(s.node.c.Remove(ctx, id))
+	return s.node.Unavailable(s.node.Cluster().Remove(ctx, id))
 }
 
 // isTransport tells whether err is a failure to reach a peer rather than its
@@ -903,14 +903,14 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		delete(s.placer.starting, id)
 		s.placer.mu.Unlock()
 	}
-	_, err = s.node.c.Enqueue(ctx, cluster.NewJob{ID: id, Tenant: t.name, Spec: specJSON, Memory: spec.Memory,
-		QueueTimeout: timeout, CallerNode: s.node.self.ID})
+	_, err = s.node.Cluster().Enqueue(ctx, cluster.NewJob{ID: id, Tenant: t.name, Spec: specJSON, Memory: spec.Memory,
+		QueueTimeout: timeout, CallerNode: s.node.Self().ID})
 	if err != nil {
 		forget()
 		if errors.Is(err, cluster.ErrQueueFull) {
 			return nil, fmt.Errorf("%w: %v (max_queued); retry when one has started", api.ErrBusy, err)
 		}
-		return nil, s.node.unavailable(err)
+		return nil, s.node.Unavailable(err)
 	}
 	// Claimed here rather than by the claim loop: one hop less for the run
 	// when it may start now. Whatever the claim took, the loop takes the rest.
@@ -929,11 +929,11 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		select {
 		case j = <-ch:
 		case <-timer.C:
-			e, _, err := s.node.c.Expire(context.WithoutCancel(ctx), id) // never started: no finish owed
+			e, _, err := s.node.Cluster().Expire(context.WithoutCancel(ctx), id) // never started: no finish owed
 			switch {
 			case err != nil:
 				forget()
-				return nil, s.node.unavailable(err)
+				return nil, s.node.Unavailable(err)
 			case e.State == api.StateExpired:
 				forget()
 				return nil, fmt.Errorf("%w: run %s: %s; nothing ran", api.ErrQueueTimeout, id, e.Reason)
@@ -949,17 +949,17 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 					s.recordEnd(id, j.Fence(), cluster.End{State: api.StateKilled, ExitCode: 137, Reason: "its caller went away before it ran"}, nil)
 				})
 			default: // still queued: it leaves the queue
-				s.node.c.RequestKill(context.WithoutCancel(ctx), id, "SIGKILL", 0)
+				s.node.Cluster().RequestKill(context.WithoutCancel(ctx), id, "SIGKILL", 0)
 			}
 			forget()
 			return nil, ctx.Err()
 		}
 	}
-	err = s.node.c.Start(ctx, id, j.Fence())
+	err = s.node.Cluster().Start(ctx, id, j.Fence())
 	s.placer.started(id)
 	if err != nil {
 		forget()
-		return nil, s.node.unavailable(err)
+		return nil, s.node.Unavailable(err)
 	}
 	return func(res executor.Result, finish *auditEvent) {
 		end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}

@@ -107,7 +107,7 @@ func TestClusterAuditsEveryEndOnce(t *testing.T) {
 	if status/100 != 2 || lost.Node != "node-c" {
 		t.Fatalf("start a job for node-c to lose: %d %s", status, data)
 	}
-	c.svc.node.stopLoops() // node-c stops heartbeating: another node's sweep finds it dead
+	c.svc.node.StopLoops() // node-c stops heartbeating: another node's sweep finds it dead
 	ended(lost.ID, api.StateLost)
 	ids = append(ids, lost.ID)
 

@@ -210,8 +210,8 @@ func (a *httpAPI) readyz(w http.ResponseWriter, r *http.Request, _ string) error
 	}
 	version, apiVersion := a.svc.ex.EngineVersion()
 	answer := map[string]string{"status": "ready", "engine": version, "api_version": apiVersion}
-	if a.svc.node != nil {
-		answer["node"] = a.svc.node.self.ID
+	if id := a.svc.jobs.node(); id != "" {
+		answer["node"] = id
 	}
 	writeJSON(w, http.StatusOK, answer)
 	return nil

@@ -33,7 +33,7 @@ func TestQueuedJobEnvAndStdinSealed(t *testing.T) {
 	if status/100 != 2 || p.Node != "node-b" {
 		t.Fatalf("start through node-a: %d %s; want it running on node-b", status, data)
 	}
-	j, err := a.svc.node.c.Get(t.Context(), p.ID)
+	j, err := a.svc.node.Cluster().Get(t.Context(), p.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestQueuedJobEnvAndStdinSealed(t *testing.T) {
 
 	b.do("POST", "/v1/processes/"+p.ID+"/kill", tokA, map[string]any{"signal": "SIGKILL"})
 	eventually(t, 10*time.Second, "the ended job's row without its sealed part", func() bool {
-		j, err := a.svc.node.c.Get(t.Context(), p.ID)
+		j, err := a.svc.node.Cluster().Get(t.Context(), p.ID)
 		return err == nil && j.Ended() && !strings.Contains(string(j.Spec), "sealed")
 	})
 }

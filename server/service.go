@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster/member"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -30,7 +31,7 @@ type Service struct {
 	version string
 	// node is the server's membership of a cluster; nil without a database.
 	// placer runs the jobs the cluster places on the node.
-	node   *node
+	node   *member.Node
 	placer *placer
 	// jobs is where job operations go: localJobs, or clusterJobs on a node
 	// of a cluster; chosen once, in NewService.
@@ -100,7 +101,7 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	}
 	s.jobs, s.member = localJobs{s}, noCluster{}
 	if cfg.Cluster.Database != "" { // the one choice of mode
-		s.node, err = joinCluster(cfg, log, s.metrics.heartbeatFailures, s.auditSwept)
+		s.node, err = member.Join(cfg.memberConfig(), log, s.metrics.heartbeatFailures, s.auditSwept)
 		if err != nil {
 			audit.close()
 			return nil, err
