@@ -2,54 +2,8 @@ package api
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 )
-
-// Error is a request the service refuses or cannot serve. Status is its HTTP
-// status; Code a stable word; Field the request field at fault, if one is.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap gives the executor's error that the code stands for, so that a client's
-// errors.Is(err, ErrNotFound) holds over HTTP as it does in process.
-func (e *Error) Unwrap() error {
-	switch e.Code {
-	case "invalid_request":
-		return ErrInvalidSpec
-	case "not_found":
-		return ErrNotFound
-	case "running":
-		return ErrRunning
-	case "engine_error", "engine_unavailable":
-		return ErrEngine
-	case "workspace_not_found":
-		return ErrWorkspaceNotFound
-	case "file_not_found":
-		return ErrFileNotFound
-	case "workspace_busy":
-		return ErrWorkspaceBusy
-	case "workspace_full":
-		return ErrWorkspaceFull
-	case "workspace_lost":
-		return ErrWorkspaceLost
-	case "workspace_quota":
-		return ErrWorkspaceQuota
-	case "refused_path":
-		return ErrUnsafePath
-	case "wrong_type":
-		return ErrWrongType
-	case "queue_timeout":
-		return ErrQueueTimeout
-	}
-	return nil
-}
 
 // CheckRequest is a command to judge: exactly one of Command and Argv.
 type CheckRequest struct {
@@ -83,12 +37,11 @@ type WaitRequest struct {
 func (q WaitRequest) Duration() (time.Duration, error) {
 	switch t := float64(q.Timeout); {
 	case t < 0 || t != t:
-		return 0, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "timeout", Message: "timeout: must not be negative"}
+		return 0, NewError("invalid_request", "timeout", "timeout: must not be negative")
 	case t == 0:
 		return DefaultWait, nil
 	case t > MaxWait.Seconds():
-		return 0, &Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "timeout",
-			Message: fmt.Sprintf("timeout: %gs is greater than the limit of %gs", t, MaxWait.Seconds())}
+		return 0, NewError("invalid_request", "timeout", fmt.Sprintf("timeout: %gs is greater than the limit of %gs", t, MaxWait.Seconds()))
 	}
 	return q.Timeout.Duration(), nil
 }

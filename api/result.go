@@ -17,7 +17,17 @@ const (
 	StateBlocked   State = "blocked"   // refused by policy; no container was created
 	StateFailed    State = "failed"    // airlock or the engine failed; exit code 125
 	StateLost      State = "lost"      // cluster mode: its node died while it ran; exit code 125, not run again
+	StateQueued    State = "queued"    // cluster mode: waiting for a node with room
+	StateExpired   State = "expired"   // cluster mode: no node had room within its queue_timeout; nothing ran, exit code 125
+	// StatePlaced is the cluster's own: a node has claimed the job and not yet
+	// started it. The API reports it as StateQueued; no answer carries it.
+	StatePlaced State = "placed"
 )
+
+// States are the states an answer may carry, in the order the API documents
+// them: what a list filters by, and MCP's enum.
+var States = []State{StateRunning, StateCompleted, StateTimedOut, StateKilled, StateBlocked, StateFailed,
+	StateQueued, StateLost, StateExpired}
 
 // Exit codes with a fixed meaning, as the shell and `docker run` use them.
 const (
@@ -76,6 +86,23 @@ type Result struct {
 	Tenant string `json:"tenant,omitempty"`
 	// Node is, in cluster mode, the node that ran the run or job.
 	Node string `json:"node,omitempty"`
+}
+
+// Process is the run's job as Start, List and Kill report it, with the
+// command it runs: the one conversion, for a job on this host and one in a
+// cluster alike.
+func (r Result) Process(command string, argv []string) Process {
+	p := Process{
+		ID: r.ID, State: r.State, Command: command, Argv: argv, Image: r.Image, Runtime: r.Runtime,
+		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, Node: r.Node, StartedAt: r.StartedAt,
+		DurationMS: r.DurationMS, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked,
+		BlockRule: r.BlockRule, BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+	}
+	if r.State != StateRunning && r.State != StateQueued { // ended
+		finished, code := r.FinishedAt, r.ExitCode
+		p.FinishedAt, p.ExitCode = &finished, &code
+	}
+	return p
 }
 
 // ResourceUsage is what the sandbox consumed, read from the engine's statistics.

@@ -1,9 +1,6 @@
 package api
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Spec is one request to run a command in a fresh sandbox. Its JSON form is the body
 // of the HTTP API; zero values mean "the operator's default".
@@ -59,15 +56,19 @@ type Spec struct {
 	// Report names the JUnit XML files the run writes in its workspace
 	// ("junit:reports/*.xml"); the Result then carries their summary in Tests.
 	Report string `json:"report,omitempty" jsonschema:"JUnit XML reports the command writes in its workspace, as junit:GLOB (e.g. junit:reports/*.xml); the result then has tests: passed, failed, and each failure's name and message"`
-	// QueueTimeout bounds, in cluster mode, how long a run or background job
-	// waits in the queue for room; 0 means 30 s. Past it the request fails
-	// with ErrQueueTimeout and nothing runs.
-	QueueTimeout Seconds `json:"queue_timeout,omitempty" jsonschema:"cluster mode: seconds the run or background job may wait for room (node slots, the tenant's limit) before it fails with queue_timeout (default 30)"`
+	// QueueTimeout bounds how long a run or background job waits for room (a
+	// tenant's turn; in cluster mode, a node's slot); 0 means
+	// DefaultQueueTimeout. Past it the request fails with ErrBusy (one server)
+	// or ErrQueueTimeout (a cluster) and nothing runs.
+	QueueTimeout Seconds `json:"queue_timeout,omitempty" jsonschema:"seconds the run or background job may wait for room (the tenant's limit; in cluster mode node slots too) before it fails (busy, or queue_timeout in cluster mode) or, a background job answered queued, ends expired (default 30)"`
 	// Retry is, in cluster mode, how many times a background job is run again
 	// when its node dies while it runs; 0 makes such a job lost. Only for
 	// idempotent work.
 	Retry int `json:"retry,omitempty" jsonschema:"cluster mode: times a background job is run again if its node dies while it runs (default 0: reported lost instead); only for idempotent work"`
 }
+
+// DefaultQueueTimeout is the queue_timeout of a request that gives none.
+const DefaultQueueTimeout = 30 * time.Second
 
 // Seconds is a duration given in (possibly fractional) seconds, as in the JSON API.
 type Seconds float64
@@ -85,23 +86,6 @@ func (e *SpecError) Error() string { return e.Field + ": " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidSpec) true for every *SpecError.
 func (e *SpecError) Is(target error) bool { return target == ErrInvalidSpec }
-
-// ErrInvalidSpec is matched by every validation error; nothing was started.
-var ErrInvalidSpec = errors.New("invalid spec")
-
-// ErrEngine wraps every failure of the container engine (unreachable, refused a
-// request, missing image or runtime): the run could not happen as asked.
-var ErrEngine = errors.New("engine")
-
-// ErrNotFound is returned for a process id airlock has no record of.
-var ErrNotFound = errors.New("no such process")
-
-// ErrQueueTimeout is the answer, in cluster mode, to a background job that
-// found no node with room within its queue timeout; nothing ran.
-var ErrQueueTimeout = errors.New("queue_timeout")
-
-// ErrRunning is returned by Remove for a job that has not ended.
-var ErrRunning = errors.New("process is still running")
 
 // DefaultForceAfter is how long Kill waits after its signal before SIGKILL, when
 // the caller has no preference.

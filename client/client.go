@@ -71,8 +71,7 @@ func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Write
 		opt(&o)
 	}
 	if spec.Background {
-		return res, &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "background",
-			Message: "background: Run runs in the foreground; Start starts a background job"}
+		return res, api.NewError("invalid_request", "background", "background: Run runs in the foreground; Start starts a background job")
 	}
 	if stdout == nil && stderr == nil && o.opened == nil {
 		err := c.call(ctx, "POST", "/v1/processes", nil, spec, &res)

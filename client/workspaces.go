@@ -83,8 +83,7 @@ func (c *Client) OpenFile(ctx context.Context, id, p string) (io.ReadCloser, api
 	}
 	if isJSON(resp) { // a directory answers with its listing
 		resp.Body.Close()
-		return nil, api.FileInfo{}, &api.Error{Status: http.StatusConflict, Code: "wrong_type", Field: "path",
-			Message: fmt.Sprintf("%v: %q is a directory; list it, or read it as an archive", api.ErrWrongType, p)}
+		return nil, api.FileInfo{}, api.NewError("wrong_type", "path", fmt.Sprintf("%v: %q is a directory; list it, or read it as an archive", api.ErrWrongType, p))
 	}
 	info := api.FileInfo{Name: p[strings.LastIndex(p, "/")+1:], Type: "file", Size: resp.ContentLength, Mode: resp.Header.Get("X-Airlock-Mode")}
 	info.ModTime, _ = time.Parse(http.TimeFormat, resp.Header.Get("Last-Modified"))

@@ -1,14 +1,19 @@
 package cluster
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/airlock-sandbox/airlock/api"
+)
 
 // Errors callers branch on. Each is wrapped with what was being done; test with
 // errors.Is.
 var (
 	// ErrUnavailable: PostgreSQL could not be reached, or the connection was lost
 	// mid-call. Running sandboxes are not affected; new requests should be
-	// answered 503, and the call may be tried again later.
-	ErrUnavailable = errors.New("cluster database unavailable")
+	// answered 503, and the call may be tried again later. It is the API's
+	// database_unavailable.
+	ErrUnavailable = api.ErrDatabaseUnavailable
 
 	// ErrFenced: a node's write about a job was refused because the job is no
 	// longer that node's at that attempt (the cluster gave it to another node,

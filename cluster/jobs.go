@@ -15,21 +15,9 @@ import (
 	"github.com/airlock-sandbox/airlock/api"
 )
 
-// The states of a job that the api package has no use for: it is in the queue,
-// or a node has taken it and has not started its sandbox yet. The others are
-// api's (running, and the ends: completed, failed, killed, timed_out, blocked,
-// lost), and StateExpired.
-const (
-	StateQueued api.State = "queued"
-	StatePlaced api.State = "placed"
-	// StateExpired ends a job that waited in the queue past its queue timeout;
-	// nothing ran. Its exit code is 125 and its reason names the wait.
-	StateExpired api.State = "expired"
-)
-
 // DefaultQueueTimeout is how long a job waits in the queue for room when
 // NewJob names no timeout.
-const DefaultQueueTimeout = 30 * time.Second
+const DefaultQueueTimeout = api.DefaultQueueTimeout
 
 // Fence is what every write of a node about a job carries: the node the job was
 // placed on and the attempt it was placed as. A write whose fence no longer
@@ -53,7 +41,7 @@ type NewJob struct {
 	// node's budget.
 	Memory int64
 	// QueueTimeout bounds the wait for room; 0 is DefaultQueueTimeout. Past it
-	// the job ends as StateExpired.
+	// the job ends as api.StateExpired.
 	QueueTimeout time.Duration
 	// Retry is how many times the job may be queued again after its node died
 	// while running it. 0, the default, makes such a job lost: only idempotent
@@ -516,19 +504,21 @@ type totalRow struct {
 func (r totalRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.total)...) }
 
 // Expire ends job id as expired if it is still queued past its queue
-// deadline, as the next sweep would, and returns the job as it is now. The
-// node that waits for the job's start calls it, so that its caller's answer
-// does not wait for a sweep.
-func (c *Cluster) Expire(ctx context.Context, id string) (Job, error) {
-	_, err := c.pool.Exec(ctx, `
+// deadline, as the next sweep would, and returns the job as it is now, and
+// whether this call ended it (the caller then audits its end). The node that
+// waits for the job's start calls it, so that its caller's answer does not
+// wait for a sweep.
+func (c *Cluster) Expire(ctx context.Context, id string) (Job, bool, error) {
+	tag, err := c.pool.Exec(ctx, `
 		update airlock.jobs set state = 'expired', exit_code = 125, ended_at = now(),
 			spec = spec - 'env' - 'stdin' - 'sealed',
 			reason = format('no node had room for it within its queue timeout of %ss', extract(epoch from queue_timeout)::float8)
 		where id = $1 and state = 'queued' and queue_deadline <= now()`, id)
 	if err != nil {
-		return Job{}, c.wrap("expire job "+id, err)
+		return Job{}, false, c.wrap("expire job "+id, err)
 	}
-	return c.Get(ctx, id)
+	j, err := c.Get(ctx, id)
+	return j, tag.RowsAffected() == 1, err
 }
 
 // Remove deletes an ended job and its output.

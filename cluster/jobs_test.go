@@ -18,7 +18,7 @@ func TestJobLife(t *testing.T) {
 	register(t, c, "a", 2, GiB)
 	spec := json.RawMessage(`{"command": "echo hi", "memory": "256m"}`)
 	j := enqueue(t, c, cluster.NewJob{ID: "j1", Tenant: "t", Spec: spec, Memory: 256 * MiB, Retry: 1})
-	if j.State != cluster.StateQueued || j.Attempt != 0 || j.Node != "" || j.QueuedAt.IsZero() ||
+	if j.State != api.StateQueued || j.Attempt != 0 || j.Node != "" || j.QueuedAt.IsZero() ||
 		!j.QueueDeadline.After(j.QueuedAt) || j.QueueTimeout != cluster.DefaultQueueTimeout || j.Retry != 1 {
 		t.Fatalf("queued job = %+v", j)
 	}
@@ -69,7 +69,7 @@ func TestJobLife(t *testing.T) {
 	if err := c.Start(ctx, "nope", j.Fence()); !errors.Is(err, cluster.ErrNotFound) {
 		t.Fatalf("start of an unknown job = %v", err)
 	}
-	if err := c.Finish(ctx, j.ID, j.Fence(), cluster.End{State: cluster.StateQueued}); !errors.Is(err, cluster.ErrInvalid) {
+	if err := c.Finish(ctx, j.ID, j.Fence(), cluster.End{State: api.StateQueued}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Fatalf("finish as queued = %v", err)
 	}
 }
@@ -251,7 +251,7 @@ func TestRelease(t *testing.T) {
 	if err := c.Release(ctx, j.ID, j.Fence()); err != nil {
 		t.Fatal(err)
 	}
-	if got := get(t, c, j.ID); got.State != cluster.StateQueued || got.Node != "" || got.Attempt != 1 {
+	if got := get(t, c, j.ID); got.State != api.StateQueued || got.Node != "" || got.Attempt != 1 {
 		t.Fatalf("released job = %+v", got)
 	}
 	again := claim(t, c, "a")

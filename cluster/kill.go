@@ -26,12 +26,15 @@ type Kill struct {
 // when it has not ended. A queued job is ended at once as killed, exit code
 // 137: nothing ran, and nothing will. A placed or running job keeps the request
 // until its node delivers it; a later request replaces an earlier one. A job
-// that has ended is returned as it is. The answer is the job after the request.
-func (c *Cluster) RequestKill(ctx context.Context, id, signal string, forceAfter time.Duration) (Job, error) {
+// that has ended is returned as it is. The answer is the job after the
+// request, and whether this request ended it (a queued job: the caller then
+// audits its end).
+func (c *Cluster) RequestKill(ctx context.Context, id, signal string, forceAfter time.Duration) (Job, bool, error) {
 	if signal == "" || forceAfter < 0 {
-		return Job{}, fmt.Errorf("kill job %s: %w: no signal, or a negative force_after", id, ErrInvalid)
+		return Job{}, false, fmt.Errorf("kill job %s: %w: no signal, or a negative force_after", id, ErrInvalid)
 	}
 	var job Job
+	var ended bool
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		var err error
 		job, err = scanJob(tx.QueryRow(ctx, `select `+jobColumns+` from airlock.jobs where id = $1 for update`, id))
@@ -42,13 +45,14 @@ func (c *Cluster) RequestKill(ctx context.Context, id, signal string, forceAfter
 			return err
 		}
 		switch job.State {
-		case StateQueued:
+		case api.StateQueued:
+			ended = true
 			job, err = scanJob(tx.QueryRow(ctx, `
 				update airlock.jobs set state = 'killed', exit_code = 137, ended_at = now(),
 					spec = spec - 'env' - 'stdin' - 'sealed',
 					reason = format('killed with %s while it waited in the queue; nothing ran', $2::text)
 				where id = $1 returning `+jobColumns, id, signal))
-		case StatePlaced, api.StateRunning:
+		case api.StatePlaced, api.StateRunning:
 			job, err = scanJob(tx.QueryRow(ctx, `
 				update airlock.jobs set kill_signal = $2,
 					kill_force_after = $3::bigint * interval '1 microsecond',
@@ -58,9 +62,9 @@ func (c *Cluster) RequestKill(ctx context.Context, id, signal string, forceAfter
 		return err
 	})
 	if err != nil {
-		return Job{}, c.wrap("kill job "+id, err)
+		return Job{}, false, c.wrap("kill job "+id, err)
 	}
-	return job, nil
+	return job, ended, nil
 }
 
 // KillRequests lists the kills asked for jobs placed on or running on node

@@ -51,7 +51,7 @@ func TestListenNotices(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("the launch", func(n cluster.Notice) bool { return n.Job == j.ID })
-	if _, err := c.RequestKill(t.Context(), j.ID, "SIGTERM", 0); err != nil {
+	if _, _, err := c.RequestKill(t.Context(), j.ID, "SIGTERM", 0); err != nil {
 		t.Fatal(err)
 	}
 	want("the kill for node a", func(n cluster.Notice) bool { return n.KillFor == "a" })

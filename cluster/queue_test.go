@@ -26,7 +26,7 @@ func TestClaimRespectsSlotsAndMemory(t *testing.T) {
 	if j1.ID != a.ID || j2.ID != b.ID {
 		t.Fatalf("small claimed %s, %s; want %s, %s", j1.ID, j2.ID, a.ID, b.ID)
 	}
-	if j1.State != cluster.StatePlaced || j1.Node != "small" || j1.Attempt != 1 || j1.PlacedAt.IsZero() {
+	if j1.State != api.StatePlaced || j1.Node != "small" || j1.Attempt != 1 || j1.PlacedAt.IsZero() {
 		t.Fatalf("claimed job = %+v", j1)
 	}
 	noWork(t, c, "small")
@@ -222,7 +222,7 @@ func TestQueueTimeout(t *testing.T) {
 		t.Fatalf("expired %v, want [%s]", s.Expired, j.ID)
 	}
 	got := get(t, c, j.ID)
-	if got.State != cluster.StateExpired || got.ExitCode == nil || *got.ExitCode != api.ExitFailed ||
+	if got.State != api.StateExpired || got.ExitCode == nil || *got.ExitCode != api.ExitFailed ||
 		!strings.Contains(got.Reason, "queue timeout of 1s") || got.EndedAt.IsZero() || !got.StartedAt.IsZero() {
 		t.Fatalf("expired job = %+v", got)
 	}
@@ -320,4 +320,26 @@ func TestManyClaimers(t *testing.T) {
 		per[n]++
 	}
 	t.Logf("jobs per node: %v", per)
+}
+
+// Expire and a kill in the queue say whether they ended the job: the caller
+// audits that end, and only the call that made it does (one run.finish).
+func TestQueueEndsSayWhoEndedThem(t *testing.T) {
+	c := fresh(t)
+	ctx := t.Context()
+	j := enqueue(t, c, cluster.NewJob{Tenant: "t", QueueTimeout: 10 * time.Millisecond})
+	time.Sleep(50 * time.Millisecond)
+	if got, ended, err := c.Expire(ctx, j.ID); err != nil || !ended || got.State != api.StateExpired {
+		t.Fatalf("the first expiry: %s, ended %v, %v; want expired by this call", got.State, ended, err)
+	}
+	if got, ended, err := c.Expire(ctx, j.ID); err != nil || ended || got.State != api.StateExpired {
+		t.Fatalf("the second expiry: %s, ended %v, %v; want expired before, not by this call", got.State, ended, err)
+	}
+	k := enqueue(t, c, cluster.NewJob{Tenant: "t"})
+	if got, ended, err := c.RequestKill(ctx, k.ID, "SIGKILL", 0); err != nil || !ended || got.State != api.StateKilled {
+		t.Fatalf("a kill in the queue: %s, ended %v, %v; want killed by this call", got.State, ended, err)
+	}
+	if _, ended, err := c.RequestKill(ctx, k.ID, "SIGKILL", 0); err != nil || ended {
+		t.Fatalf("a second kill: ended %v, %v; want nothing ended", ended, err)
+	}
 }

@@ -77,11 +77,11 @@ func TestDeadNode(t *testing.T) {
 	}
 
 	back := get(t, c, unstarted.ID)
-	if back.State != cluster.StateQueued || back.Node != "" || back.Attempt != 1 || !back.QueueDeadline.After(time.Now().Add(-time.Minute)) {
+	if back.State != api.StateQueued || back.Node != "" || back.Attempt != 1 || !back.QueueDeadline.After(time.Now().Add(-time.Minute)) {
 		t.Fatalf("unstarted job = %+v", back)
 	}
 	re := get(t, c, retried.ID)
-	if re.State != cluster.StateQueued || re.Retry != 0 || !re.StartedAt.IsZero() || !strings.Contains(re.Reason, "0 retries left") {
+	if re.State != api.StateQueued || re.Retry != 0 || !re.StartedAt.IsZero() || !strings.Contains(re.Reason, "0 retries left") {
 		t.Fatalf("retried job = %+v", re)
 	}
 

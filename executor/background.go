@@ -162,20 +162,7 @@ func (j *job) outcome() Result {
 }
 
 // process is the job as Start, List and Kill report it.
-func (j *job) process() Process {
-	r := j.outcome()
-	p := Process{
-		ID: r.ID, State: r.State, Command: j.Command, Argv: j.Argv, Image: r.Image, Runtime: r.Runtime,
-		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, StartedAt: r.StartedAt, DurationMS: r.DurationMS, Signal: r.Signal,
-		TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked, BlockRule: r.BlockRule,
-		BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, Node: r.Node,
-	}
-	if j.ended() {
-		finished, code := r.FinishedAt, r.ExitCode
-		p.FinishedAt, p.ExitCode = &finished, &code
-	}
-	return p
-}
+func (j *job) process() Process { return j.outcome().Process(j.Command, j.Argv) }
 
 // finish records how the job ended.
 func (j *job) finish(st State, exitCode int, reason string) {
@@ -444,12 +431,9 @@ func (e *Executor) awaitRelease(ctx context.Context, id string) {
 // It returns at once; Wait tells when the job has ended. Killing a job that has
 // already ended is not an error: the answer says so.
 func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.Duration) (KillResult, error) {
-	sig, err := ParseSignal(signal)
+	sig, forceAfter, err := CheckKill(signal, forceAfter)
 	if err != nil {
 		return KillResult{}, err
-	}
-	if forceAfter < 0 {
-		return KillResult{}, &SpecError{Field: "force_after", Reason: "must not be negative (0 means no escalation)"}
 	}
 	now := time.Now().UTC()
 	j, err := e.update(id, func(j *job) error {
@@ -457,7 +441,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 			return nil
 		}
 		k := &killOrder{Signal: sig, At: now}
-		if forceAfter > 0 && sig != "SIGKILL" {
+		if forceAfter > 0 {
 			k.ForceAt = now.Add(forceAfter)
 		}
 		if sig == "SIGKILL" {
@@ -482,7 +466,7 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 	e.adopt(j)
 	e.poke(id)
 	msg := fmt.Sprintf("sent %s to process %s", sig, id)
-	if forceAfter > 0 && sig != "SIGKILL" { // SIGKILL is its own escalation
+	if forceAfter > 0 { // SIGKILL is its own escalation (CheckKill)
 		msg += fmt.Sprintf("; SIGKILL follows in %s if it is still running", forceAfter)
 	}
 	return KillResult{Process: j.process(), Signal: sig, Message: msg}, nil
@@ -490,14 +474,9 @@ func (e *Executor) Kill(ctx context.Context, id, signal string, forceAfter time.
 
 // List returns the jobs that match opts, most recently started first.
 func (e *Executor) List(ctx context.Context, opts ListOptions) (ProcessList, error) {
-	switch {
-	case opts.Limit < 0 || opts.Limit > 1000:
-		return ProcessList{}, &SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..1000", opts.Limit)}
-	case opts.Limit == 0:
-		opts.Limit = 50
-	}
-	if opts.State != "" && !slices.Contains(states, opts.State) {
-		return ProcessList{}, &SpecError{Field: "state", Reason: fmt.Sprintf("%q is not one of %s", opts.State, joinStates())}
+	opts, err := CheckList(opts, states)
+	if err != nil {
+		return ProcessList{}, err
 	}
 	all, err := store.All[job](e.store)
 	if err != nil {
@@ -638,14 +617,43 @@ func hasLabels(have, want map[string]string) bool {
 	return true
 }
 
+// states are those of a job on this host: a cluster's add queued, lost and
+// expired (api.States).
 var states = []State{StateRunning, StateCompleted, StateTimedOut, StateKilled, StateBlocked, StateFailed}
 
-func joinStates() string {
-	s := make([]string, len(states))
-	for i, st := range states {
-		s[i] = string(st)
+// CheckList bounds a list's options, filling in the default limit; a state
+// filter must be one of states (this host's, or api.States in a cluster).
+func CheckList(opts ListOptions, states []State) (ListOptions, error) {
+	switch {
+	case opts.Limit < 0 || opts.Limit > 1000:
+		return opts, &SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..1000", opts.Limit)}
+	case opts.Limit == 0:
+		opts.Limit = 50
 	}
-	return strings.Join(s, ", ")
+	if opts.State != "" && !slices.Contains(states, opts.State) {
+		names := make([]string, len(states))
+		for i, st := range states {
+			names[i] = string(st)
+		}
+		return opts, &SpecError{Field: "state", Reason: fmt.Sprintf("%q is not one of %s", opts.State, strings.Join(names, ", "))}
+	}
+	return opts, nil
+}
+
+// CheckKill checks a kill's signal and escalation, and returns the signal's
+// canonical name and the escalation, none after SIGKILL.
+func CheckKill(signal string, forceAfter time.Duration) (string, time.Duration, error) {
+	sig, err := ParseSignal(signal)
+	if err != nil {
+		return "", 0, err
+	}
+	if forceAfter < 0 {
+		return "", 0, &SpecError{Field: "force_after", Reason: "must not be negative (0 means no escalation)"}
+	}
+	if sig == "SIGKILL" {
+		forceAfter = 0
+	}
+	return sig, forceAfter, nil
 }
 
 // ParseSignal accepts a signal by name (SIGTERM, TERM, term) or number, and

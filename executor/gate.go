@@ -3,6 +3,8 @@ package executor
 import (
 	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/policy"
@@ -48,7 +50,7 @@ type Admitted struct {
 	spec     Spec
 	caller   Caller
 	decision policy.Decision
-	// placement is set for a cluster's job (AdmitPlaced).
+	// placement is set for a cluster's job (AdmittedElsewhere).
 	placement *Placement
 }
 
@@ -86,23 +88,23 @@ func (e *Executor) Admit(spec Spec, c Caller) (Admitted, error) {
 	return Admitted{id: NewID(), spec: s, caller: c, decision: judge(cmp.Or(c.Policy, e.cfg.Policy), s.Command, s.Argv)}, nil
 }
 
-// AdmitPlaced is Admit for a background job a cluster placed on this node: the
-// job keeps the id the cluster gave it (the one it was admitted with on the
-// node that queued it), and its placement. The request passes the gate again,
-// under this node's configuration.
-func (e *Executor) AdmitPlaced(id string, p Placement, spec Spec, c Caller) (Admitted, error) {
-	if !idPattern.MatchString(id) {
+// AdmittedElsewhere is the Admitted of a background job that passed the gate
+// on the node of a cluster that queued it, and that the cluster placed on this
+// node: it keeps that node's id, spec and decision, and is not judged again
+// (one gate across the cluster: what ran is what was admitted and audited).
+// Only what is this node's own is checked: that its engine offers the spec's
+// runtime. The cluster's claim has already counted the node's slots and memory.
+func (e *Executor) AdmittedElsewhere(id string, p Placement, spec Spec, c Caller, d policy.Decision) (Admitted, error) {
+	switch {
+	case !idPattern.MatchString(id):
 		return Admitted{}, &SpecError{Field: "id", Reason: fmt.Sprintf("%q is not an airlock id (24 hex digits)", id)}
-	}
-	if !spec.Background {
+	case !spec.Background:
 		return Admitted{}, &SpecError{Field: "background", Reason: "only a background job is placed by a cluster"}
+	case !slices.Contains(e.cfg.Runtimes, spec.Runtime):
+		return Admitted{}, &SpecError{Field: "runtime", Reason: fmt.Sprintf("%q is not a runtime of this node (its runtimes: %s)",
+			spec.Runtime, strings.Join(e.cfg.Runtimes, ", "))}
 	}
-	a, err := e.Admit(spec, c)
-	if err != nil {
-		return Admitted{}, err
-	}
-	a.id, a.placement = id, &p
-	return a, nil
+	return Admitted{id: id, spec: spec, caller: c, decision: d, placement: &p}, nil
 }
 
 // CheckCommand judges a command (or argv) as Admit would, and runs nothing:

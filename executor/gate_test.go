@@ -78,3 +78,36 @@ func isField(err error, field, reason string) bool {
 	var se *SpecError
 	return errors.As(err, &se) && se.Field == field && strings.Contains(se.Reason, reason)
 }
+
+// TestAdmittedElsewhereJudgesNothing: a job another node admitted keeps its
+// spec and decision as they were, under this node's stricter policy and lower
+// ceilings too; only what is this node's own (its runtimes) is checked.
+func TestAdmittedElsewhereJudgesNothing(t *testing.T) {
+	e := newFakeExecutor(t, newFakeEngine(), func(c *Config) {
+		c.Runtimes, c.DefaultRuntime = []string{"runc"}, "runc"
+		c.Ceilings.Memory, c.Defaults.Memory = 64<<20, 64<<20
+	})
+	strict, err := policy.New(policy.Config{Mode: policy.ModeStrict})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, p := NewID(), Placement{Node: "node-b", Attempt: 1}
+	spec := Spec{Command: "cat x | sh", Background: true, Runtime: "runc", Memory: 256 << 20}
+	allowed := policy.Decision{Allowed: true, Mode: policy.ModeStandard}
+	a, err := e.AdmittedElsewhere(id, p, spec, Caller{Tenant: "alpha", Policy: strict}, allowed)
+	if err != nil || a.ID() != id || a.Decision() != allowed || a.Spec().Memory != 256<<20 || a.Tenant() != "alpha" {
+		t.Fatalf("an admitted job, judged again or bounded again: %+v %+v, %v", a.Spec(), a.Decision(), err)
+	}
+	spec.Runtime = "runsc"
+	if _, err := e.AdmittedElsewhere(id, p, spec, Caller{}, allowed); !isField(err, "runtime", "not a runtime of this node") {
+		t.Fatalf("a runtime this node lacks: %v", err)
+	}
+	spec.Runtime, spec.Background = "runc", false
+	if _, err := e.AdmittedElsewhere(id, p, spec, Caller{}, allowed); !isField(err, "background", "") {
+		t.Fatalf("a foreground run: %v", err)
+	}
+	spec.Background = true
+	if _, err := e.AdmittedElsewhere("../x", p, spec, Caller{}, allowed); !isField(err, "id", "") {
+		t.Fatalf("a bad id: %v", err)
+	}
+}

@@ -49,10 +49,12 @@ func (e *Executor) Logs(ctx context.Context, id string, opts LogsOptions) (Logs,
 }
 
 // CheckLogs reports the first invalid field of opts, as Logs would, and reads
-// nothing: for a caller that must refuse a follow before it starts answering.
-func CheckLogs(opts LogsOptions) error {
+// nothing: for a caller that must refuse a follow before it starts answering,
+// or that reads the output elsewhere (a cluster's). It returns opts with the
+// default limit filled in.
+func CheckLogs(opts LogsOptions) (LogsOptions, error) {
 	_, err := checkLogs(&opts)
-	return err
+	return opts, err
 }
 
 // checkLogs checks opts, fills in the default limit, and returns the streams.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/api"
 )
 
 // Linux refuses a single argument or environment string longer than this
@@ -115,13 +117,19 @@ func (c *Config) normalize(s Spec, caller Caller) (Spec, error) {
 		}
 	}
 
-	// queue_timeout and retry are the cluster's (docs/cluster.md): a single
-	// process has no queue and no node to lose, and ignores them.
+	// queue_timeout bounds the wait for room: a tenant's turn on one server,
+	// a node's slot in a cluster. The gate fills it, so that every deadline
+	// after the gate (the queue's, the answer's) reads it from the admitted
+	// spec. retry is the cluster's (docs/cluster.md): a single process has no
+	// node to lose, and ignores it.
 	if qt := float64(s.QueueTimeout); math.IsNaN(qt) || qt < 0 || qt > maxQueueTimeout.Seconds() {
 		return bad("queue_timeout", "must be between 0 and %gs", maxQueueTimeout.Seconds())
 	}
 	if s.QueueTimeout != 0 && s.QueueTimeout < 0.01 {
 		return bad("queue_timeout", "%gs is too short; the minimum is 0.01s", float64(s.QueueTimeout))
+	}
+	if s.QueueTimeout == 0 {
+		s.QueueTimeout = Seconds(api.DefaultQueueTimeout.Seconds())
 	}
 	if s.Retry < 0 || s.Retry > maxRetry {
 		return bad("retry", "must be between 0 and %d", maxRetry)

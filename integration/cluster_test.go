@@ -680,45 +680,31 @@ func TestClusterQueue(t *testing.T) {
 	}
 	t.Logf("refused after %s: %v", d, err)
 
-	// A job that may wait 30 s starts when a slot frees.
-	type answer struct {
-		p   api.Process
-		err error
+	// A job that may wait 30 s is answered at once, queued, by its id, and
+	// starts when a slot frees.
+	t0 = time.Now()
+	q, err := nodes[1].c.Start(ctx, api.Spec{Command: "echo queued", Labels: labels("queued"), Timeout: 60, QueueTimeout: 30})
+	if d := since(t0); err != nil || q.ID == "" || q.State != api.StateQueued || d > 8*time.Second {
+		t.Fatalf("a start with both slots taken, answered after %s: %+v, %v; want it queued with its id at once", d, q, err)
 	}
-	fourth := make(chan answer, 1)
-	go func() {
-		p, err := nodes[1].c.Start(ctx, api.Spec{Command: "echo queued", Labels: labels("queued"), Timeout: 60, QueueTimeout: 30})
-		fourth <- answer{p, err}
-	}()
-	select {
-	case a := <-fourth:
-		t.Fatalf("a job started while both slots were taken: %+v, %v", a.p, a.err)
-	case <-time.After(3 * time.Second):
+	time.Sleep(3 * time.Second)
+	if r, err := nodes[0].c.Get(ctx, q.ID); err != nil || r.State != api.StateQueued {
+		t.Fatalf("the queued job while both slots are taken, via node %s: %s, %v; want queued", nodes[0].id, r.State, err)
 	}
 	freed := sleepers[0]
 	if r := killJob(t, otherNode(t, nodes, freed.Node), freed.ID); r.State != api.StateKilled {
 		t.Fatalf("sleeper %s: state %s after the kill, want killed", freed.ID, r.State)
 	}
-	var a answer
-	select {
-	case a = <-fourth:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the queued job did not start within 30 s of a slot freeing")
+	other := otherNode(t, nodes, freed.Node)
+	r := waitEnd(t, other, q.ID)
+	if r.Node != freed.Node {
+		t.Errorf("the queued job ran on node %q; the only free slot was on %s", r.Node, freed.Node)
 	}
-	if a.err != nil {
-		t.Fatalf("the queued job: %v", a.err)
-	}
-	checkStarted(t, nodes, a.p)
-	if a.p.Node != freed.Node {
-		t.Errorf("the queued job runs on node %s; the only free slot was on %s", a.p.Node, freed.Node)
-	}
-	other := otherNode(t, nodes, a.p.Node)
-	r := waitEnd(t, other, a.p.ID)
-	if r.State != api.StateCompleted || r.ExitCode != 0 || r.Stdout != "queued\n" || r.Node != a.p.Node {
+	if r.State != api.StateCompleted || r.ExitCode != 0 || r.Stdout != "queued\n" || r.Node != freed.Node {
 		t.Errorf("the queued job: state %s exit %d stdout %q node %q; want completed, 0, %q on %s",
-			r.State, r.ExitCode, r.Stdout, r.Node, "queued\n", a.p.Node)
+			r.State, r.ExitCode, r.Stdout, r.Node, "queued\n", freed.Node)
 	}
-	if got := stdoutOf(t, other, a.p.ID); got != "queued\n" {
+	if got := stdoutOf(t, other, q.ID); got != "queued\n" {
 		t.Errorf("logs of the queued job via node %s: %q", other.id, got)
 	}
 	// The job refused for its queue_timeout never ran.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster/member"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/store"
@@ -496,7 +497,7 @@ func (c *ClusterConfig) validate() error {
 	if err := checkDatabaseURL(c.Database); err != nil {
 		return fmt.Errorf("cluster.database: %w", err)
 	}
-	if c.NodeID != "" && !validNodeID(c.NodeID) {
+	if c.NodeID != "" && !member.ValidID(c.NodeID) {
 		return fmt.Errorf("cluster.node_id: %q is not 1 to 63 letters, digits, '.', '_' or '-'", c.NodeID)
 	}
 	if c.Advertise != "" {
@@ -526,19 +527,6 @@ func checkDatabaseURL(v string) error {
 		return fmt.Errorf("scheme %q is not postgres:// or postgresql://", u.Scheme)
 	}
 	return nil
-}
-
-// validNodeID: a node id goes into logs, metric labels and URLs as it is.
-func validNodeID(id string) bool {
-	if len(id) == 0 || len(id) > 63 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // ExecutorConfig is the executor's side of c.
@@ -606,7 +594,7 @@ func (c Config) Redacted() Config {
 	for i, t := range c.Tokens {
 		c.Tokens[i].Token = "redacted:" + Fingerprint(t.Token)
 	}
-	c.Cluster.Database = redactURL(c.Cluster.Database)
+	c.Cluster.Database = member.RedactURL(c.Cluster.Database)
 	c.Secrets = redactSecrets(c.Secrets)
 	c.Tenants = maps.Clone(c.Tenants)
 	for name, t := range c.Tenants {
@@ -614,27 +602,6 @@ func (c Config) Redacted() Config {
 		c.Tenants[name] = t
 	}
 	return c
-}
-
-// redactURL is a database URL without its password, in the user part or in
-// the query.
-func redactURL(v string) string {
-	u, err := url.Parse(v)
-	if err != nil {
-		if v == "" {
-			return ""
-		}
-		return "redacted"
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "redacted")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "redacted")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 // Fingerprint names a token in logs without revealing it.
@@ -735,4 +702,23 @@ func redactSecrets(secrets []api.Secret) []api.Secret {
 		out[i].Value = "redacted"
 	}
 	return out
+}
+
+// memberConfig is how this server joins its cluster as a node: the node's
+// slots default to the tenants' default concurrency, its memory to that many
+// sandboxes at the memory ceiling.
+func (c Config) memberConfig() member.Config {
+	cc := c.Cluster
+	mc := member.Config{Database: cc.Database, ID: cc.NodeID, DataDir: c.DataDir, Advertise: cc.Advertise, Listen: c.Listen,
+		Lease: defaultLease, Slots: cc.Slots, Memory: cc.Memory}
+	if cc.Lease > 0 {
+		mc.Lease = seconds(cc.Lease)
+	}
+	if mc.Slots == 0 {
+		mc.Slots = c.TenantDefaults.MaxConcurrent
+	}
+	if mc.Memory == 0 {
+		mc.Memory = int64(mc.Slots) * c.Ceilings.Memory
+	}
+	return mc
 }

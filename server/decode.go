@@ -165,13 +165,11 @@ func jsonContentType(ct string) error {
 	} else {
 		ct = strconv.Quote(ct)
 	}
-	return &api.Error{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type", Field: "Content-Type",
-		Message: fmt.Sprintf("Content-Type: %s; the body must be sent as application/json", ct)}
+	return api.NewError("unsupported_media_type", "Content-Type", fmt.Sprintf("Content-Type: %s; the body must be sent as application/json", ct))
 }
 
 func badField(field, format string, args ...any) *api.Error {
-	return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: field,
-		Message: field + ": " + fmt.Sprintf(format, args...)}
+	return api.NewError("invalid_request", field, field+": "+fmt.Sprintf(format, args...))
 }
 
 // decodeJSON decodes data, one JSON object, into dst, more strictly than

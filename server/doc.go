@@ -5,16 +5,22 @@
 // Both faces are thin over one Service, the one door, which speaks no HTTP and
 // owns what the executor does not know: tenants (bearer tokens, each bound to a
 // tenant whose bounds become the executor's Caller; another tenant's job answers
-// as an unknown id), admission (a tenant's concurrency limit, ErrBusy), the
+// as an unknown id), admission (a tenant's concurrency limit, api.ErrBusy), the
 // audit log (a JSON line per check, run start and finish, kill, refusal and auth
 // failure; env values and tokens never appear), and the Prometheus metrics in a
-// registry of its own. Errors become HTTP statuses in one place, errorOf
-// (errors.go).
+// registry of its own. Errors become HTTP statuses by one table,
+// api.ErrorKinds, through errorOf (errors.go).
 //
 // Files by job: http.go (routes, middleware, the server), origin.go (the
 // no-token guard), decode.go (strict JSON bodies), routes.go (the handlers),
 // logs.go and events.go (pages of output, Server-Sent Events), mcp.go (the
-// tools), service.go, audit.go, metrics.go, config.go.
+// tools), service.go, audit.go, metrics.go, config.go. The Service's mode is
+// chosen once, in NewService: jobs.go (job operations: localJobs, or
+// clusterJobs) and membership.go (noCluster, or clusterMember); the cluster's
+// side of both is cluster/member (the node's membership), placement.go (the
+// queue, claims, ends and reads across nodes), sealed.go (the tenant's key
+// for cluster/seal), and peers.go (Peer: the calls to other nodes, implemented by
+// cluster/peer).
 //
 // Data flows: request → same-origin guard → authenticate → decode → Service
 // (the executor's gate, Admit, with the tenant's Caller; admission; audit of the

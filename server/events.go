@@ -219,13 +219,14 @@ func cutRune(b []byte) int {
 }
 
 // runEvents answers a foreground run as Server-Sent Events, for a client that
-// asked for them (Accept: text/event-stream): "open" with the run's id once it
-// is admitted (keep-alives follow, so a silent run holds its connection), then
+// asked for them (Accept: text/event-stream): "queued" with the run's id if it
+// has to wait for room (a refusal for the wait is then an "error" event),
+// "open" with the run's id once it is admitted (keep-alives follow, so a silent run holds its connection), then
 // "stdout" and "stderr" chunks {offset, data} as the command writes them, then
 // "result" with the whole Result. Refusals before the start (a bad field, 429)
 // are ordinary error responses, and a policy refusal is a lone "result"; an
 // error after the first event is an "error" event.
-func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec) error {
+func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant string, spec executor.Spec, admitted func(executor.Spec)) error {
 	encoding := r.URL.Query().Get("encoding")
 	enc, err := encoder(encoding)
 	if err != nil {
@@ -234,9 +235,10 @@ func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant strin
 	es := newEventStream(w)
 	defer es.close()
 	begin := func(id string) { es.send("open", map[string]any{"id": id, "encoding": cmp.Or(encoding, "utf8")}) }
+	queued := func(id string) { es.send("queued", map[string]any{"id": id}) }
 	stdout := &streamWriter{es: es, stream: "stdout", chunks: newChunker(enc, encoding)}
 	stderr := &streamWriter{es: es, stream: "stderr", chunks: newChunker(enc, encoding)}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Begin: begin, Stdout: stdout, Stderr: stderr})
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Admitted: admitted, Queued: queued, Begin: begin, Stdout: stdout, Stderr: stderr})
 	switch {
 	case err == nil:
 		stdout.flush()

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 )
@@ -88,12 +91,12 @@ func TestReserveTakesTurns(t *testing.T) {
 	s := &Service{}
 	tn := &tenantState{limits: Tenant{MaxConcurrent: 1}}
 	ctx := t.Context()
-	held, err := s.reserve(ctx, tn, time.Second)
+	held, err := s.reserve(ctx, tn, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.reserve(ctx, tn, 50*time.Millisecond); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "queue timeout of 50ms") {
-		t.Fatalf("past its queue timeout: %v, want ErrBusy naming the wait", err)
+	if _, err := s.reserve(ctx, tn, 50*time.Millisecond, nil); !errors.Is(err, api.ErrBusy) || !strings.Contains(err.Error(), "queue timeout of 50ms") {
+		t.Fatalf("past its queue timeout: %v, want api.ErrBusy naming the wait", err)
 	}
 	gone, cancel := context.WithCancel(ctx)
 	order := make(chan int, 3)
@@ -104,7 +107,7 @@ func TestReserveTakesTurns(t *testing.T) {
 			if i == 1 {
 				c = gone // the second caller leaves before its turn
 			}
-			release, err := s.reserve(c, tn, 10*time.Second)
+			release, err := s.reserve(c, tn, 10*time.Second, nil)
 			if err != nil {
 				order <- -i
 				return
@@ -135,14 +138,14 @@ func TestReserveQueueIsBounded(t *testing.T) {
 	s := &Service{}
 	tn := &tenantState{limits: Tenant{MaxConcurrent: 1, MaxQueued: 2}}
 	ctx := t.Context()
-	held, err := s.reserve(ctx, tn, time.Second)
+	held, err := s.reserve(ctx, tn, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 2)
 	for range 2 {
 		go func() {
-			release, err := s.reserve(ctx, tn, 10*time.Second)
+			release, err := s.reserve(ctx, tn, 10*time.Second, nil)
 			if err == nil {
 				release()
 			}
@@ -159,8 +162,8 @@ func TestReserveQueueIsBounded(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t0 := time.Now()
-	if _, err := s.reserve(ctx, tn, 10*time.Second); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "max_queued") || time.Since(t0) > time.Second {
-		t.Fatalf("a third waiter past max_queued 2: %v after %s; want ErrBusy at once, naming max_queued", err, time.Since(t0))
+	if _, err := s.reserve(ctx, tn, 10*time.Second, nil); !errors.Is(err, api.ErrBusy) || !strings.Contains(err.Error(), "max_queued") || time.Since(t0) > time.Second {
+		t.Fatalf("a third waiter past max_queued 2: %v after %s; want api.ErrBusy at once, naming max_queued", err, time.Since(t0))
 	}
 	held()
 	for range 2 {
@@ -182,5 +185,74 @@ func TestSweepForgetsExpiredJobs(t *testing.T) {
 	h.svc.sweepOnce()
 	if status, _, _ := h.do("GET", "/v1/processes/"+old.ID, tokA, nil); status != http.StatusNotFound {
 		t.Fatalf("a job ended a second ago, past keep_jobs of 0.5s: %d", status)
+	}
+}
+
+// TestRunAnswerOutlivesItsQueueWait: a foreground run's answer may be written
+// for as long as the run may wait for room, plus its timeout and the grace:
+// a run that waits longer than its own timeout and the grace together still
+// gets its Result. (A minute and more: skipped with -short.)
+func TestRunAnswerOutlivesItsQueueWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits more than a minute")
+	}
+	f := enginefake.New()
+	f.RunFor = streamSlack + 5*time.Second // the first run holds the tenant's one place that long
+	h := newFakeHarness(t, f, func(c *Config) {
+		c.Tenants = map[string]Tenant{"alpha": {MaxConcurrent: 1}}
+	})
+	first := make(chan int)
+	go func() {
+		status, _, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "sleep 90", "timeout": 120})
+		first <- status
+	}()
+	<-f.Started
+	status, data, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "true", "timeout": 1, "queue_timeout": 300})
+	if r := decode[executor.Result](t, data); status != http.StatusOK || r.ID == "" {
+		t.Fatalf("a run that waited %s for its turn: %d %s", streamSlack+5*time.Second, status, data)
+	}
+	if s := <-first; s != http.StatusOK {
+		t.Fatalf("the first run: %d", s)
+	}
+}
+
+// TestRunEventsSayQueued: a run streamed as events that has to wait for its
+// tenant's place says so at once, with its id, and then runs as usual.
+func TestRunEventsSayQueued(t *testing.T) {
+	f := enginefake.New()
+	f.RunFor = 2 * time.Second
+	h := newFakeHarness(t, f, func(c *Config) {
+		c.Tenants = map[string]Tenant{"alpha": {MaxConcurrent: 1}}
+	})
+	first := make(chan int)
+	go func() {
+		status, _, _ := h.do("POST", "/v1/processes", tokA, map[string]any{"command": "sleep 2"})
+		first <- status
+	}()
+	<-f.Started
+	data, _ := json.Marshal(map[string]any{"command": "true", "queue_timeout": 30})
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes", bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+tokA)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := readEvents(t, resp.Body)
+	var names []string
+	for _, ev := range events {
+		names = append(names, ev.name)
+	}
+	if len(events) < 3 || events[0].name != "queued" || events[1].name != "open" || events[len(events)-1].name != "result" {
+		t.Fatalf("events %v; want queued, open, ..., result", names)
+	}
+	queued, open := decode[map[string]string](t, []byte(events[0].data)), decode[map[string]string](t, []byte(events[1].data))
+	if len(queued["id"]) != 24 || queued["id"] != open["id"] {
+		t.Fatalf("queued %s, open %s: want the run's id in both", events[0].data, events[1].data)
+	}
+	if s := <-first; s != http.StatusOK {
+		t.Fatalf("the first run: %d", s)
 	}
 }

@@ -94,8 +94,7 @@ func Handler(svc *Service, streams context.Context) http.Handler {
 		methods := strings.Join(methods, ", ")
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", methods)
-			a.fail(w, &api.Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
-				Message: fmt.Sprintf("%s %s: allowed: %s", r.Method, path, methods)})
+			a.fail(w, api.NewError("method_not_allowed", "", fmt.Sprintf("%s %s: allowed: %s", r.Method, path, methods)))
 		})
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(svc.metrics.reg, promhttp.HandlerOpts{}))
@@ -109,7 +108,7 @@ func Handler(svc *Service, streams context.Context) http.Handler {
 		mcpHandler.ServeHTTP(w, r)
 	}))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		a.fail(w, &api.Error{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+		a.fail(w, api.NewError("not_found", "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
 	})
 	return a.counted(a.sameOrigin(a.canonical(mux)))
 }
@@ -123,8 +122,7 @@ func Handler(svc *Service, streams context.Context) http.Handler {
 func (a *httpAPI) canonical(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if reason := pathFault(r.URL.Path); reason != "" {
-			a.fail(w, &api.Error{Status: http.StatusBadRequest, Code: "refused_path", Field: "path",
-				Message: fmt.Sprintf("path %q %s; airlock takes paths in canonical form only", r.URL.EscapedPath(), reason)})
+			a.fail(w, api.NewError("refused_path", "path", fmt.Sprintf("path %q %s; airlock takes paths in canonical form only", r.URL.EscapedPath(), reason)))
 			return
 		}
 		next.ServeHTTP(&noRedirect{ResponseWriter: w, a: a, r: r}, r)
@@ -162,8 +160,7 @@ func (n *noRedirect) WriteHeader(code int) {
 	if code >= 300 && code < 400 {
 		n.Header().Del("Location")
 		n.swallow = true
-		n.a.fail(n.ResponseWriter, &api.Error{Status: http.StatusNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s", n.r.Method, n.r.URL.Path)})
+		n.a.fail(n.ResponseWriter, api.NewError("not_found", "", fmt.Sprintf("no route %s %s", n.r.Method, n.r.URL.Path)))
 		return
 	}
 	n.ResponseWriter.WriteHeader(code)
@@ -238,8 +235,7 @@ func (a *httpAPI) authenticated(via string, next http.Handler) http.Handler {
 			}
 			a.svc.authFailed(token, via, r.RemoteAddr, reason)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
-			a.fail(w, &api.Error{Status: http.StatusUnauthorized, Code: "unauthorized",
-				Message: reason + ": send Authorization: Bearer <token>"})
+			a.fail(w, api.NewError("unauthorized", "", reason+": send Authorization: Bearer <token>"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -24,8 +23,7 @@ func encoder(name string) (func([]byte) string, error) {
 	case "base64":
 		return base64.StdEncoding.EncodeToString, nil
 	}
-	return nil, &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "encoding",
-		Message: fmt.Sprintf("encoding: %q is not utf8 or base64", name)}
+	return nil, api.NewError("invalid_request", "encoding", fmt.Sprintf("encoding: %q is not utf8 or base64", name))
 }
 
 func logsResponse(l executor.Logs, enc func([]byte) string, encoding string, streams string) api.LogsResponse {

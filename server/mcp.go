@@ -24,11 +24,20 @@ import (
 
 // The closed sets of the tools' inputs, as enums in their schemas.
 var (
-	stateEnum    = []any{"running", "completed", "timed_out", "killed", "blocked", "failed", "queued", "lost", "expired"} // the last three: cluster mode
+	stateEnum    = enumOf(api.States)
 	streamEnum   = []any{"stdout", "stderr", "both"}
 	encodingEnum = []any{"utf8", "base64"}
 	signalEnum   = []any{"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGSTOP", "SIGCONT"}
 )
+
+// enumOf is values as a schema's enum.
+func enumOf[T any](values []T) []any {
+	e := make([]any, len(values))
+	for i, v := range values {
+		e[i] = v
+	}
+	return e
+}
 
 // inputSchema is T's schema, with enums for the properties named.
 func inputSchema[T any](enums map[string][]any) *jsonschema.Schema {
@@ -232,8 +241,7 @@ func (s *Service) mcpHandler() http.Handler {
 		}
 		h.ServeHTTP(&mcpSessionGuard{ResponseWriter: w, refuse: func() {
 			s.authFailed("", "mcp", r.RemoteAddr, "mcp session belongs to another tenant")
-			writeJSON(w, http.StatusForbidden, errorBody{&api.Error{Status: http.StatusForbidden, Code: "forbidden",
-				Message: "this MCP session belongs to another tenant: open a session of your own"}})
+			writeJSON(w, http.StatusForbidden, errorBody{api.NewError("forbidden", "", "this MCP session belongs to another tenant: open a session of your own")})
 		}}, r)
 	})
 }

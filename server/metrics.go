@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/airlock-sandbox/airlock/cluster/member"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -32,11 +33,11 @@ type metrics struct {
 // labelled by node id (a bounded set: no per-run label): any node reports
 // them all, by the database's clock.
 type nodeCollector struct {
-	n                                                    *node
+	n                                                    *member.Node
 	slots, memory, running, inUse, leaseAge, live, drain *prometheus.Desc
 }
 
-func newNodeCollector(n *node) *nodeCollector {
+func newNodeCollector(n *member.Node) *nodeCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, []string{"node"}, nil)
 	}
@@ -60,7 +61,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	list, err := c.n.c.Nodes(ctx)
+	list, err := c.n.Cluster().Nodes(ctx)
 	if err != nil {
 		return // the database is away: /readyz and the heartbeat failures say so
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/cluster/member"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 	"github.com/airlock-sandbox/airlock/internal/pgtest"
@@ -233,7 +234,7 @@ func TestNodeWithoutHeartbeatsIsNotLive(t *testing.T) {
 		t.Fatalf("node-b before: %+v", n)
 	}
 	start := time.Now()
-	b.svc.node.stopLoops() // node-b hangs: no more heartbeats
+	b.svc.node.StopLoops() // node-b hangs: no more heartbeats
 	eventually(t, 3*testLease, "node-b not live", func() bool {
 		n, _ := findNode(nodeList(t, a, tokA), "node-b")
 		return !n.Live
@@ -254,26 +255,6 @@ func TestNodeWithoutHeartbeatsIsNotLive(t *testing.T) {
 	_, metrics, _ := a.do("GET", "/metrics", "", nil)
 	if !strings.Contains(string(metrics), `airlock_node_live{node="node-b"} 0`) {
 		t.Error("metrics: node-b still live")
-	}
-}
-
-// TestNodeIDKeptInTheDataDir: without --node-id, a server restarted on the same
-// data dir is the same node; another data dir is another node.
-func TestNodeIDKeptInTheDataDir(t *testing.T) {
-	dir, other := t.TempDir(), t.TempDir()
-	first, err := nodeID("", dir)
-	if err != nil || !validNodeID(first) {
-		t.Fatalf("new id %q: %v", first, err)
-	}
-	again, err := nodeID("", dir)
-	if err != nil || again != first {
-		t.Errorf("restart: id %q, want %q (%v)", again, first, err)
-	}
-	if id, _ := nodeID("", other); id == first {
-		t.Errorf("another data dir has the same id %q", id)
-	}
-	if id, _ := nodeID("given", dir); id != "given" {
-		t.Errorf("--node-id: %q", id)
 	}
 }
 
@@ -315,7 +296,7 @@ func TestLoadClusterSettings(t *testing.T) {
 	if r := cfg.Redacted().Cluster.Database; strings.Contains(r, "pw") || !strings.Contains(r, "db/airlock") {
 		t.Errorf("redacted database URL %q", r)
 	}
-	if r := redactURL("postgres://db/airlock?password=pw&sslmode=disable"); strings.Contains(r, "=pw") {
+	if r := member.RedactURL("postgres://db/airlock?password=pw&sslmode=disable"); strings.Contains(r, "=pw") {
 		t.Errorf("redacted query password %q", r)
 	}
 }
@@ -367,16 +348,16 @@ func TestClusterDoesNotStartWithoutItsDatabase(t *testing.T) {
 	var err error
 	go func() {
 		defer close(ctxDone)
-		var n *node
-		n, err = joinCluster(cfg, slog.New(slog.DiscardHandler), newMetrics().heartbeatFailures)
+		var n *member.Node
+		n, err = member.Join(cfg.memberConfig(), slog.New(slog.DiscardHandler), newMetrics().heartbeatFailures, func([]cluster.Job) {})
 		if n != nil {
-			n.close()
+			n.Close()
 		}
 	}()
 	select {
 	case <-ctxDone:
 	case <-time.After(30 * time.Second):
-		t.Fatal("joinCluster did not give up on an unreachable database")
+		t.Fatal("member.Join did not give up on an unreachable database")
 	}
 	if err == nil || !strings.Contains(err.Error(), `PostgreSQL database "airlock" at 127.0.0.1:1`) || strings.Contains(err.Error(), secret) {
 		t.Errorf("error %v: want one naming the database, without the password", err)
@@ -395,12 +376,12 @@ func TestSweepPrunesTheClustersEndedJobs(t *testing.T) {
 		t.Fatalf("wait: %d %s", status, data)
 	}
 	eventually(t, 10*time.Second, "the job's end recorded in the cluster", func() bool {
-		j, err := a.svc.node.c.Get(t.Context(), old.ID)
+		j, err := a.svc.node.Cluster().Get(t.Context(), old.ID)
 		return err == nil && j.Ended()
 	})
 	time.Sleep(time.Second)
 	a.svc.sweepOnce()
-	if _, err := a.svc.node.c.Get(t.Context(), old.ID); !errors.Is(err, cluster.ErrNotFound) {
+	if _, err := a.svc.node.Cluster().Get(t.Context(), old.ID); !errors.Is(err, cluster.ErrNotFound) {
 		t.Fatalf("the cluster's row of a job that ended past keep_jobs: %v; want not found", err)
 	}
 	if status, _, _ := a.do("GET", "/v1/processes/"+old.ID, tokA, nil); status != http.StatusNotFound {
@@ -408,9 +389,11 @@ func TestSweepPrunesTheClustersEndedJobs(t *testing.T) {
 	}
 }
 
-// TestClusterQueueIsBounded: with every slot taken, a tenant's requests wait in
-// the cluster's queue up to its max_queued; the next is refused at once with
-// 429, naming the limit.
+// TestClusterQueueIsBounded: with every slot taken, a start answers at once
+// with the job queued, by its id (202); the tenant's requests wait in the
+// cluster's queue up to its max_queued, the next is refused at once with 429,
+// naming the limit; a queued job starts when room frees, and one that waits
+// past its queue timeout ends expired.
 func TestClusterQueueIsBounded(t *testing.T) {
 	pg := pgtest.New(t)
 	f := enginefake.New()
@@ -420,36 +403,39 @@ func TestClusterQueueIsBounded(t *testing.T) {
 		c.TenantDefaults.MaxQueued = 1
 	})
 	job := map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 20}
-	if status, data, _ := a.do("POST", "/v1/processes", tokA, job); status/100 != 2 {
+	status, data, _ := a.do("POST", "/v1/processes", tokA, job)
+	first := decode[executor.Process](t, data)
+	if status != http.StatusAccepted || first.State != api.StateRunning {
 		t.Fatalf("the first job: %d %s", status, data)
 	}
-	// Those that wait give up after 3 s: 503 queue_timeout.
-	waiter := map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 3}
-	waiting := make(chan int, 2)
-	wait := func(token string) {
-		status, _, _ := a.do("POST", "/v1/processes", token, waiter)
-		waiting <- status
-	}
-	go wait(tokA)
-	eventually(t, 2*time.Second, "the second job waiting in the queue", func() bool {
-		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "alpha", State: cluster.StateQueued})
-		return err == nil && n == 1
-	})
 	t0 := time.Now()
-	status, data, _ := a.do("POST", "/v1/processes", tokA, job)
+	status, data, _ = a.do("POST", "/v1/processes", tokA, job)
+	queued := decode[executor.Process](t, data)
+	if status != http.StatusAccepted || queued.State != api.StateQueued || queued.ID == "" || time.Since(t0) > startWait+time.Second {
+		t.Fatalf("a start into a full cluster, answered after %s: %d %s; want 202 queued with its id within %s", time.Since(t0), status, data, startWait)
+	}
+	t0 = time.Now()
+	status, data, _ = a.do("POST", "/v1/processes", tokA, job)
 	wantError(t, status, data, http.StatusTooManyRequests, "busy", "")
 	if !strings.Contains(string(data), "max_queued") || time.Since(t0) > 2*time.Second {
 		t.Fatalf("the refusal past max_queued, after %s: %s; want it at once, naming max_queued", time.Since(t0), data)
 	}
-	// Another tenant has its own bound.
-	go wait(tokB)
-	eventually(t, 2*time.Second, "beta's job waiting in the queue", func() bool {
-		_, n, err := a.svc.node.c.List(t.Context(), cluster.Filter{Tenant: "beta", State: cluster.StateQueued})
-		return err == nil && n == 1
-	})
-	for range 2 {
-		if s := <-waiting; s != http.StatusServiceUnavailable {
-			t.Fatalf("a job that waited past its queue timeout while every slot was taken: %d, want 503", s)
-		}
+	// Another tenant has its own bound; its job waits past its queue timeout.
+	status, data, _ = a.do("POST", "/v1/processes", tokB, map[string]any{"command": "sleep 60", "background": true, "queue_timeout": 2.5})
+	beta := decode[executor.Process](t, data)
+	if status != http.StatusAccepted || beta.State != api.StateQueued {
+		t.Fatalf("beta's job: %d %s; want it queued", status, data)
 	}
+	eventually(t, 15*time.Second, "beta's job expired in the queue", func() bool {
+		_, data, _ := a.do("GET", "/v1/processes/"+beta.ID, tokB, nil)
+		return decode[executor.Result](t, data).State == api.StateExpired
+	})
+	// Room frees: the queued job starts.
+	if status, data, _ := a.do("POST", "/v1/processes/"+first.ID+"/kill", tokA, map[string]any{"signal": "SIGKILL"}); status != http.StatusOK {
+		t.Fatalf("kill the first job: %d %s", status, data)
+	}
+	eventually(t, 15*time.Second, "the queued job running once room freed", func() bool {
+		_, data, _ := a.do("GET", "/v1/processes/"+queued.ID, tokA, nil)
+		return decode[executor.Result](t, data).State == api.StateRunning
+	})
 }

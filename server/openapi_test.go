@@ -14,7 +14,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/airlock-sandbox/airlock/api"
-	"github.com/airlock-sandbox/airlock/cluster"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -167,15 +166,20 @@ func TestOpenAPISchemas(t *testing.T) {
 	// The body of the error shape is *Error.
 	if e := schemas["Error"]; e != nil {
 		checkFields(t, "Error.error", e.Value.Properties["error"], fieldNames(reflect.TypeOf(api.Error{})))
+		// Its codes are the API's table, each with its status.
+		code := e.Value.Properties["error"].Value.Properties["code"].Value.Description
+		for _, k := range api.ErrorKinds {
+			if !strings.Contains(code, "`"+k.Code+"`") {
+				t.Errorf("Error.code's description does not name the code %q (%d)", k.Code, k.Status)
+			}
+		}
 	}
 	// The follow's events are maps built in followLogs.
 	checkFields(t, "OpenEvent", schemas["OpenEvent"], []string{"id", "encoding"})
 	checkFields(t, "LogChunk", schemas["LogChunk"], fieldNames(reflect.TypeOf(api.StreamChunk{})))
 
 	var states []string
-	for _, s := range []executor.State{executor.StateRunning, executor.StateCompleted, executor.StateTimedOut,
-		executor.StateKilled, executor.StateBlocked, executor.StateFailed,
-		cluster.StateQueued, api.StateLost, cluster.StateExpired} {
+	for _, s := range api.States {
 		states = append(states, string(s))
 	}
 	var enum []string

@@ -52,7 +52,7 @@ func localNames(listen string, allowed []string) []string {
 // is another origin than the one it asked for.
 func checkOrigin(r *http.Request, hosts []string) *api.Error {
 	forbidden := func(format string, args ...any) *api.Error {
-		return &api.Error{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf(format, args...)}
+		return api.NewError("forbidden", "", fmt.Sprintf(format, args...))
 	}
 	if !knownHost(r.Host, hosts) {
 		return forbidden("Host %q is not a name of this server; a server without tokens answers only to %s "+

@@ -1,19 +1,16 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
-	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/cluster/seal"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -74,7 +71,7 @@ func (p *placer) unwatch(id string, ch <-chan struct{}) {
 // notice wakes what the database's notice concerns.
 func (s *Service) notice(n cluster.Notice) {
 	switch {
-	case n.Queue, n.KillFor == s.node.self.ID:
+	case n.Queue, n.KillFor == s.node.Self().ID:
 		s.wakePlacer()
 	case n.Job != "":
 		s.placer.mu.Lock()
@@ -101,7 +98,7 @@ func (s *Service) startPlacing() {
 	s.placer = &placer{wake: make(chan struct{}, 1), starting: map[string]bool{}, runs: map[string]chan cluster.Job{},
 		watched: map[string]chan struct{}{}}
 	s.reconcilePlaced(s.trackCtx)
-	s.trackers.Go(func() { s.node.c.Listen(s.trackCtx, s.notice) })
+	s.trackers.Go(func() { s.node.Cluster().Listen(s.trackCtx, s.notice) })
 	s.trackers.Go(func() {
 		claim := time.NewTicker(pollEvery)
 		defer claim.Stop()
@@ -115,7 +112,7 @@ func (s *Service) startPlacing() {
 			case <-claim.C:
 			case <-reconcile.C:
 				s.reconcilePlaced(s.trackCtx)
-			case <-s.node.lapsed:
+			case <-s.node.Lapsed():
 				s.reconcilePlaced(s.trackCtx)
 			}
 			s.claimAll(s.trackCtx)
@@ -141,13 +138,13 @@ func (s *Service) claimAll(ctx context.Context) {
 // claimOne takes the next queued job that fits this node, if any, and starts
 // it; a run goes to its caller, who starts it. It reports whether it took one.
 func (s *Service) claimOne(ctx context.Context) bool {
-	j, err := s.node.c.Claim(ctx, s.node.self.ID)
+	j, err := s.node.Cluster().Claim(ctx, s.node.Self().ID)
 	switch {
 	case errors.Is(err, cluster.ErrNoWork), errors.Is(err, cluster.ErrNodeUnavailable):
 		return false
 	case err != nil:
 		if ctx.Err() == nil {
-			s.log.Warn("claim queued work", "node", s.node.self.ID, "err", s.node.scrub(err))
+			s.log.Warn("claim queued work", "node", s.node.Self().ID, "err", s.node.Scrub(err))
 		}
 		return false
 	}
@@ -159,10 +156,10 @@ func (s *Service) claimOne(ctx context.Context) bool {
 			ch <- j // buffered, and sent once: under the lock, so that a caller that gives up finds it
 		}
 		s.placer.mu.Unlock()
-		if ch == nil {
+		if ch == nil { // never started: it has no run.start, and owes no finish
 			s.trackers.Go(func() {
 				s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
-					Reason: "its caller went away before it could run"})
+					Reason: "its caller went away before it could run"}, nil)
 				s.placer.started(j.ID)
 			})
 		}
@@ -176,49 +173,49 @@ func (s *Service) claimOne(ctx context.Context) bool {
 	return true
 }
 
-// launchPlaced starts a job the cluster placed here. Start is recorded before
-// the container exists: if this node dies from then on the job is lost, and
-// never run twice behind the cluster's back.
+// launchPlaced starts a job the cluster placed here: the spec and decision
+// its queuing node admitted, judged by nobody again; this node checks only
+// what is its own (AdmittedElsewhere). Start is recorded before the container
+// exists: if this node dies from then on the job is lost, and never run twice
+// behind the cluster's back. However the job ends, its end is recorded, and
+// audited, through finishPlaced.
 func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 	fence := j.Fence()
-	fail := func(state api.State, code int, reason string) {
-		s.finishPlaced(j.ID, fence, executor.Result{ID: j.ID, State: state, ExitCode: code, Error: reason,
-			Tenant: j.Tenant, Node: fence.Node, StartedAt: time.Now().UTC(), FinishedAt: time.Now().UTC()})
+	fail := func(reason string) {
+		now := time.Now().UTC()
+		s.finishPlaced(j.ID, j.Tenant, fence, executor.Result{ID: j.ID, State: api.StateFailed, ExitCode: api.ExitFailed,
+			Error: "node " + fence.Node + ": " + reason, Tenant: j.Tenant, Node: fence.Node, StartedAt: now, FinishedAt: now})
 	}
 	t, err := s.tenant(j.Tenant)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		fail(err.Error())
 		return
 	}
 	key, err := s.sealKey(t.name)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		fail(err.Error())
 		return
 	}
-	spec, err := openSpec(key, j.ID, j.Spec)
+	q, err := seal.Open(key, j.ID, j.Spec)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" could not read the job's request: "+err.Error())
+		fail("could not read the job's request: " + err.Error())
 		return
 	}
-	caller, err := s.callerFor(t, spec.Secrets)
+	caller, err := s.callerFor(t, q.Spec.Secrets)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+": "+err.Error())
+		fail(err.Error())
 		return
 	}
-	a, err := s.ex.AdmitPlaced(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, spec, caller)
+	a, err := s.ex.AdmittedElsewhere(j.ID, executor.Placement{Node: fence.Node, Attempt: fence.Attempt}, q.Spec, caller, q.Decision)
 	if err != nil {
-		fail(api.StateFailed, api.ExitFailed, "node "+fence.Node+" refused the request: "+err.Error())
+		fail("cannot run the job: " + err.Error())
 		return
 	}
-	if err := s.node.c.Start(ctx, j.ID, fence); err != nil {
+	if err := s.node.Cluster().Start(ctx, j.ID, fence); err != nil {
 		// Fenced: the cluster gave the job to another attempt; out of reach:
 		// it stays placed here, and reconcilePlaced gives it back.
-		s.log.Warn("start a placed job", "id", j.ID, "err", s.node.scrub(err))
+		s.log.Warn("start a placed job", "id", j.ID, "err", s.node.Scrub(err))
 		return
-	}
-	allowed := a.Decision().Allowed
-	if allowed {
-		s.pend(j.ID, t.name)
 	}
 	p, err := s.ex.Launch(context.WithoutCancel(ctx), a)
 	if err != nil || p.State != executor.StateRunning {
@@ -228,26 +225,23 @@ func (s *Service) launchPlaced(ctx context.Context, j cluster.Job) {
 			if err != nil {
 				reason = err.Error()
 			}
-			fail(api.StateFailed, api.ExitFailed, reason)
+			fail(reason)
 		} else {
-			s.finishPlaced(j.ID, fence, res)
-		}
-		if allowed {
-			s.write(auditEvent{Event: "run.finish", Tenant: t.name, ID: j.ID, State: p.State, Via: "cluster", Error: res.Error})
-			s.settle(j.ID)
+			s.finishPlaced(j.ID, t.name, fence, res)
 		}
 		return
 	}
 	s.trackStarted(t, p.ID, func() {})
-	if err := s.node.c.Launched(ctx, j.ID, fence); err != nil {
+	if err := s.node.Cluster().Launched(ctx, j.ID, fence); err != nil {
 		// The job runs; its caller learns it from the next read of the row
 		// that answers (its end, or a lost node's sweep).
-		s.log.Warn("record a placed job's launch", "id", j.ID, "err", s.node.scrub(err))
+		s.log.Warn("record a placed job's launch", "id", j.ID, "err", s.node.Scrub(err))
 	}
 }
 
-// finishPlaced records the end of a job this node ran, with its output.
-func (s *Service) finishPlaced(id string, fence cluster.Fence, res executor.Result) {
+// finishPlaced records the end of a job this node ran, with its output, and
+// audits it.
+func (s *Service) finishPlaced(id, tenant string, fence cluster.Fence, res executor.Result) {
 	end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}
 	if res.Blocked {
 		end.Reason = res.BlockReason
@@ -258,31 +252,57 @@ func (s *Service) finishPlaced(id string, fence cluster.Fence, res executor.Resu
 		end.Stdout = cluster.Stream{Data: logs.Stdout, Total: max(logs.StdoutBytes, int64(len(logs.Stdout)))}
 		end.Stderr = cluster.Stream{Data: logs.Stderr, Total: max(logs.StderrBytes, int64(len(logs.Stderr)))}
 	}
-	s.recordEnd(id, fence, end)
+	finish := auditEvent{Event: "run.finish", Tenant: tenant, Background: true, Via: "cluster"}.withResult(res)
+	s.recordEnd(id, fence, end, &finish)
 }
 
 // recordEnd records the end of a job or run this node ran until the database
 // takes it, the cluster refuses it (it is no longer this node's: ErrFenced),
-// or the service closes (the next start records it, or the sweep).
-func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End) {
+// or the service closes (the next start records it, or the sweep). Once the
+// database has taken it, finish (if any) is written to the audit log: the
+// run.finish of a cluster job is written by the one node whose write ended
+// it, and by no other.
+func (s *Service) recordEnd(id string, fence cluster.Fence, end cluster.End, finish *auditEvent) {
 	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		ctx, cancel := context.WithTimeout(s.trackCtx, 30*time.Second)
-		err := s.node.c.Finish(ctx, id, fence, end)
+		err := s.node.Cluster().Finish(ctx, id, fence, end)
 		cancel()
 		switch {
 		case err == nil:
+			if finish != nil {
+				s.write(*finish)
+			}
 			return
 		case errors.Is(err, cluster.ErrFenced):
 			s.log.Warn("the cluster no longer counts this node's attempt of a job: its end is not recorded",
 				"id", id, "node", fence.Node, "attempt", fence.Attempt, "err", err)
 			return
 		}
-		s.log.Warn("record a job's end in the cluster; retrying", "id", id, "err", s.node.scrub(err))
+		s.log.Warn("record a job's end in the cluster; retrying", "id", id, "err", s.node.Scrub(err))
 		select {
 		case <-s.trackCtx.Done():
 			return
 		case <-time.After(wait):
 		}
+	}
+}
+
+// auditEnded writes the run.finish of job j, which a write of this node's
+// (an expiry, a kill in the queue, a sweep) has just ended in the cluster. A
+// foreground run that never started has no run.start (its node writes that as
+// it starts the run), and so owes no finish.
+func (s *Service) auditEnded(j cluster.Job) {
+	if j.CallerNode != "" && j.StartedAt.IsZero() {
+		return
+	}
+	s.write(auditEvent{Event: "run.finish", Tenant: j.Tenant, Background: j.CallerNode == "", Via: "cluster"}.withResult(resultOf(j)))
+}
+
+// auditSwept audits the ends of the jobs this node's sweep ended (lost with
+// their node, or expired in the queue).
+func (s *Service) auditSwept(jobs []cluster.Job) {
+	for _, j := range jobs {
+		s.auditEnded(j)
 	}
 }
 
@@ -302,12 +322,12 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 	}
 	var held []cluster.Held
 	for _, p := range running {
-		if pl, ok, _ := s.ex.Placed(p.ID); ok && pl.Node == s.node.self.ID {
+		if pl, ok, _ := s.ex.Placed(p.ID); ok && pl.Node == s.node.Self().ID {
 			held = append(held, cluster.Held{Job: p.ID, Attempt: pl.Attempt})
 		}
 	}
 	if len(held) > 0 {
-		owned, err := s.node.c.Owned(ctx, s.node.self.ID, held)
+		owned, err := s.node.Cluster().Owned(ctx, s.node.Self().ID, held)
 		if err != nil {
 			return
 		}
@@ -324,7 +344,7 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 			}
 		}
 	}
-	assigned, err := s.node.c.Assigned(ctx, s.node.self.ID)
+	assigned, err := s.node.Cluster().Assigned(ctx, s.node.Self().ID)
 	if err != nil {
 		return
 	}
@@ -332,29 +352,36 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 		s.placer.mu.Lock()
 		busy := s.placer.starting[j.ID] || s.placer.runs[j.ID] != nil
 		s.placer.mu.Unlock()
-		if busy {
+		if busy || s.tracked(j.ID) { // its tracker records its end
 			continue
 		}
 		if j.CallerNode != "" { // a run whose caller is gone: this process did not queue it
-			s.recordEnd(j.ID, j.Fence(), cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
-				Reason: "node " + j.Node + " restarted while the run waited or ran; its caller was gone"})
+			end := cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed,
+				Reason: "node " + j.Node + " restarted while the run waited or ran; its caller was gone"}
+			var finish *auditEvent
+			if !j.StartedAt.IsZero() { // its start was audited
+				ev := auditEvent{Event: "run.finish", Tenant: j.Tenant, ID: j.ID, State: end.State, ExitCode: &end.ExitCode,
+					Error: end.Reason, Via: "cluster"}
+				finish = &ev
+			}
+			s.recordEnd(j.ID, j.Fence(), end, finish)
 			continue
 		}
 		switch j.State {
-		case cluster.StatePlaced:
-			if err := s.node.c.Release(ctx, j.ID, j.Fence()); err != nil {
-				s.log.Warn("give back a placed job", "id", j.ID, "err", s.node.scrub(err))
+		case api.StatePlaced:
+			if err := s.node.Cluster().Release(ctx, j.ID, j.Fence()); err != nil {
+				s.log.Warn("give back a placed job", "id", j.ID, "err", s.node.Scrub(err))
 			}
 		case api.StateRunning:
 			res, err := s.ex.Get(ctx, j.ID)
 			switch {
 			case errors.Is(err, executor.ErrNotFound):
-				s.finishPlaced(j.ID, j.Fence(), executor.Result{ID: j.ID, State: api.StateFailed, ExitCode: api.ExitFailed,
+				s.finishPlaced(j.ID, j.Tenant, j.Fence(), executor.Result{ID: j.ID, State: api.StateFailed, ExitCode: api.ExitFailed,
 					Tenant: j.Tenant, StartedAt: j.StartedAt, FinishedAt: time.Now().UTC(),
 					Error: "node " + j.Node + " has no record of the job: it stopped before the job's container was made"})
 			case err == nil && res.State != api.StateRunning:
 				if pl, ok, _ := s.ex.Placed(j.ID); ok && pl.Attempt == j.Attempt {
-					s.finishPlaced(j.ID, j.Fence(), res)
+					s.finishPlaced(j.ID, j.Tenant, j.Fence(), res)
 				}
 			}
 		}
@@ -363,7 +390,7 @@ func (s *Service) reconcilePlaced(ctx context.Context) {
 
 // deliverKills sends the kills asked on other nodes for jobs this node runs.
 func (s *Service) deliverKills(ctx context.Context) {
-	kills, err := s.node.c.KillRequests(ctx, s.node.self.ID)
+	kills, err := s.node.Cluster().KillRequests(ctx, s.node.Self().ID)
 	if err != nil {
 		return
 	}
@@ -378,15 +405,14 @@ func (s *Service) deliverKills(ctx context.Context) {
 			s.log.Warn("deliver a kill", "id", k.Job, "err", err)
 			continue
 		}
-		if err := s.node.c.KillDelivered(ctx, k); err != nil {
-			s.log.Warn("record a delivered kill", "id", k.Job, "err", s.node.scrub(err))
+		if err := s.node.Cluster().KillDelivered(ctx, k); err != nil {
+			s.log.Warn("record a delivered kill", "id", k.Job, "err", s.node.Scrub(err))
 		}
 	}
 }
 
 // startQueued is Start in cluster mode, for an admitted job: a refused one is
-// recorded as blocked; an allowed one is queued, and the answer comes once a
-// node has started it, or its queue timeout has passed (ErrQueueTimeout).
+// recorded as blocked; an allowed one is queued, and answered by awaitStart.
 func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Admitted, via, remote string) (executor.Process, error) {
 	if err := s.tenantLimits(ctx, t); err != nil {
 		return executor.Process{}, err
@@ -396,7 +422,7 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 	if err != nil {
 		return executor.Process{}, err
 	}
-	specJSON, err := sealSpec(key, a.ID(), spec)
+	specJSON, err := seal.Spec(key, a.ID(), spec, a.Decision())
 	if err != nil {
 		return executor.Process{}, err
 	}
@@ -414,24 +440,24 @@ func (s *Service) startQueued(ctx context.Context, t *tenantState, a executor.Ad
 			return p, err
 		}
 		resJSON, _ := json.Marshal(res)
-		_, err = s.node.c.Record(ctx, cluster.NewJob{ID: a.ID(), Tenant: t.name, Spec: specJSON},
+		_, err = s.node.Cluster().Record(ctx, cluster.NewJob{ID: a.ID(), Tenant: t.name, Spec: specJSON},
 			cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.BlockReason, Result: resJSON})
-		return p, s.node.unavailable(err)
+		return p, s.node.Unavailable(err)
 	}
-	_, err = s.node.c.Enqueue(ctx, cluster.NewJob{
+	_, err = s.node.Cluster().Enqueue(ctx, cluster.NewJob{
 		ID: a.ID(), Tenant: t.name, Spec: specJSON, Workspace: spec.Workspace, Memory: spec.Memory,
 		QueueTimeout: spec.QueueTimeout.Duration(), Retry: spec.Retry,
 	})
 	switch {
 	case errors.Is(err, cluster.ErrQueueFull):
-		return executor.Process{}, fmt.Errorf("%w: %v (max_queued); retry when one has started", ErrBusy, err)
+		return executor.Process{}, fmt.Errorf("%w: %v (max_queued); retry when one has started", api.ErrBusy, err)
 	case errors.Is(err, cluster.ErrNotFound):
 		return executor.Process{}, &executor.SpecError{Field: "workspace", Reason: fmt.Sprintf("no workspace %q of the tenant's is known to the cluster", spec.Workspace)}
 	case err != nil:
-		return executor.Process{}, s.node.unavailable(err)
+		return executor.Process{}, s.node.Unavailable(err)
 	}
 	s.wakePlacer()
-	return s.awaitStart(ctx, a.ID(), cmp.Or(spec.QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
+	return s.awaitStart(ctx, a.ID(), spec.QueueTimeout.Duration())
 }
 
 // tenantLimits sets the tenant's cluster-wide limits from this node's
@@ -442,32 +468,39 @@ func (s *Service) tenantLimits(ctx context.Context, t *tenantState) error {
 	if t.clusterLimits {
 		return nil
 	}
-	err := s.node.c.SetTenant(ctx, cluster.Tenant{Name: t.name, MaxRunning: t.limits.MaxConcurrent, MaxQueued: t.limits.MaxQueued})
+	err := s.node.Cluster().SetTenant(ctx, cluster.Tenant{Name: t.name, MaxRunning: t.limits.MaxConcurrent, MaxQueued: t.limits.MaxQueued})
 	if err != nil {
-		return s.node.unavailable(err)
+		return s.node.Unavailable(err)
 	}
 	t.clusterLimits = true
 	return nil
 }
 
-// launchWait bounds how long a start's answer waits for a started job's
-// sandbox to be recorded as running.
-const launchWait = 30 * time.Second
+// A start's answer waits startWait at most for a node to take the job, then
+// launchWait at most for the taken job's sandbox to run: both well within the
+// answer's write deadline, so that a caller always learns the job's id.
+const (
+	startWait  = 2 * time.Second
+	launchWait = 30 * time.Second
+)
 
-// awaitStart waits until job id has left the queue: running on a node, or
-// ended. A job still queued past its queue timeout is expired and the answer
-// is ErrQueueTimeout, naming the wait.
+// awaitStart answers a start once job id is durably queued: with the job
+// running on a node, or ended, when a node takes it within startWait; else
+// with the job as it is, queued, by its id, and the queue's deadline (any
+// node's sweep) ends it if no node takes it in time. A job whose queue
+// timeout is shorter than startWait is expired here, the answer then being
+// ErrQueueTimeout, naming the wait.
 func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Duration) (executor.Process, error) {
-	deadline := time.Now().Add(timeout)
+	answerBy := time.Now().Add(min(startWait, timeout))
 	var started time.Time // when this wait first saw the job started
 	var changed <-chan struct{}
 	defer func() { s.placer.unwatch(id, changed) }()
 	for {
 		s.placer.unwatch(id, changed)
 		changed = s.placer.watch(id)
-		j, err := s.node.c.Get(ctx, id)
+		j, err := s.node.Cluster().Get(ctx, id)
 		if err != nil {
-			return executor.Process{}, s.node.unavailable(err)
+			return executor.Process{}, s.node.Unavailable(err)
 		}
 		if j.State == api.StateRunning && started.IsZero() {
 			started = time.Now()
@@ -475,21 +508,28 @@ func (s *Service) awaitStart(ctx context.Context, id string, timeout time.Durati
 		if !started.IsZero() && time.Since(started) > launchWait {
 			return processOf(j), nil // its node could not record the launch: the job is running or lost
 		}
-		if j.State == cluster.StateQueued && time.Now().After(deadline) {
+		if j.State == api.StateQueued && time.Now().After(answerBy) {
+			if timeout > startWait {
+				return processOf(j), nil // queued: the caller has its id
+			}
 			// By the database's clock, which the deadline is kept by.
-			if j, err = s.node.c.Expire(ctx, id); err != nil {
-				return executor.Process{}, s.node.unavailable(err)
+			var ended bool
+			if j, ended, err = s.node.Cluster().Expire(ctx, id); err != nil {
+				return executor.Process{}, s.node.Unavailable(err)
+			}
+			if ended {
+				s.auditEnded(j)
 			}
 		}
 		switch {
-		case j.State == cluster.StateQueued, j.State == cluster.StatePlaced, j.State == api.StateRunning && j.LaunchedAt.IsZero():
+		case j.State == api.StateQueued, j.State == api.StatePlaced, j.State == api.StateRunning && j.LaunchedAt.IsZero():
 			select {
 			case <-ctx.Done():
 				return executor.Process{}, ctx.Err()
 			case <-changed:
-			case <-time.After(untilNextLook(deadline)):
+			case <-time.After(untilNextLook(answerBy)):
 			}
-		case j.State == cluster.StateExpired:
+		case j.State == api.StateExpired:
 			return executor.Process{}, fmt.Errorf("%w: job %s: %s; nothing ran", api.ErrQueueTimeout, id, j.Reason)
 		default:
 			return processOf(j), nil
@@ -509,11 +549,11 @@ func untilNextLook(deadline time.Time) time.Duration {
 // clusterJob reads job id from the cluster for the tenant: another tenant's
 // answers as an unknown id.
 func (s *Service) clusterJob(ctx context.Context, tenant, id string) (cluster.Job, error) {
-	j, err := s.node.c.Get(ctx, id)
+	j, err := s.node.Cluster().Get(ctx, id)
 	if errors.Is(err, cluster.ErrNotFound) || err == nil && tenant != Anonymous && j.Tenant != tenant {
 		return cluster.Job{}, notFound(id)
 	}
-	return j, s.node.unavailable(err)
+	return j, s.node.Unavailable(err)
 }
 
 // isLocal tells whether this node holds job id's record: its own engine then
@@ -540,8 +580,8 @@ func resultOf(j cluster.Job) executor.Result {
 		Labels: spec.Labels, Workspace: spec.Workspace, StartedAt: j.StartedAt, FinishedAt: j.EndedAt,
 	}
 	switch {
-	case j.State == cluster.StatePlaced:
-		r.State = cluster.StateQueued // placed, not started: still waiting, as the caller sees it
+	case j.State == api.StatePlaced:
+		r.State = api.StateQueued // placed, not started: still waiting, as the caller sees it
 	case j.Ended():
 		r.ExitCode, r.Error = *j.ExitCode, j.Reason
 		if j.StartedAt.IsZero() {
@@ -551,7 +591,7 @@ func resultOf(j cluster.Job) executor.Result {
 	case !j.StartedAt.IsZero():
 		r.DurationMS = time.Since(j.StartedAt).Milliseconds()
 	}
-	if j.State == cluster.StateQueued || j.State == cluster.StatePlaced {
+	if j.State == api.StateQueued || j.State == api.StatePlaced {
 		r.StartedAt = j.QueuedAt
 	}
 	return r
@@ -559,39 +599,25 @@ func resultOf(j cluster.Job) executor.Result {
 
 // processOf is a job as Start, List and Kill report it, from its row.
 func processOf(j cluster.Job) executor.Process {
-	r := resultOf(j)
 	var spec api.Spec
 	json.Unmarshal(j.Spec, &spec)
-	p := executor.Process{
-		ID: r.ID, State: r.State, Command: spec.Command, Argv: spec.Argv, Image: r.Image, Runtime: r.Runtime,
-		Labels: r.Labels, Workspace: r.Workspace, Tenant: r.Tenant, Node: r.Node, StartedAt: r.StartedAt,
-		DurationMS: r.DurationMS, Signal: r.Signal, TimedOut: r.TimedOut, OOMKilled: r.OOMKilled, Blocked: r.Blocked,
-		BlockRule: r.BlockRule, BlockReason: r.BlockReason, Error: r.Error, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
-	}
-	if j.Ended() {
-		finished, code := r.FinishedAt, r.ExitCode
-		p.FinishedAt, p.ExitCode = &finished, &code
-	}
-	return p
+	return resultOf(j).Process(spec.Command, spec.Argv)
 }
 
 // clusterLogs is a page of an ended job's output, read from the cluster.
 func (s *Service) clusterLogs(ctx context.Context, j cluster.Job, opts executor.LogsOptions) (executor.Logs, error) {
-	if err := executor.CheckLogs(opts); err != nil {
+	opts, err := executor.CheckLogs(opts)
+	if err != nil {
 		return executor.Logs{}, err
-	}
-	limit := opts.Limit
-	if limit == 0 {
-		limit = 1 << 20
 	}
 	l := executor.Logs{ID: j.ID, State: resultOf(j).State}
 	for _, stream := range []string{"stdout", "stderr"} {
 		if opts.Stream != "" && opts.Stream != "both" && opts.Stream != stream {
 			continue
 		}
-		o, err := s.node.c.Output(ctx, j.ID, stream, opts.Offset, limit)
+		o, err := s.node.Cluster().Output(ctx, j.ID, stream, opts.Offset, opts.Limit)
 		if err != nil {
-			return executor.Logs{}, s.node.unavailable(err)
+			return executor.Logs{}, s.node.Unavailable(err)
 		}
 		if stream == "stdout" {
 			l.Stdout, l.StdoutSize, l.StdoutBytes, l.StdoutNext = o.Data, o.Size, o.Total, o.Next
@@ -628,10 +654,6 @@ func (s *Service) awaitEnd(ctx context.Context, tenant, id string) (cluster.Job,
 	}
 }
 
-// errElsewhere answers a request for the output of a job that runs on
-// another node: the database holds its output once it ends.
-var errElsewhere = errors.New("runs on another node")
-
 // clusterGet reports job id in cluster mode. This node's own record answers
 // while the job runs here (live usage) and until its end is in the cluster;
 // the cluster's row answers for the rest, and for an end it decided (lost).
@@ -649,7 +671,7 @@ func (s *Service) clusterGet(ctx context.Context, tenant, id string) (executor.R
 		return local, nil // a job of this node whose end the cluster has not recorded yet, or one from before the cluster
 	case err != nil:
 		return executor.Result{}, err
-	case j.State == api.StateRunning && j.Node != s.node.self.ID:
+	case j.State == api.StateRunning && j.Node != s.node.Self().ID:
 		// Its node answers with its live usage; the row, when it cannot.
 		if c, perr := s.peer(ctx, j.Node, tenant); perr == nil {
 			if r, perr := c.Get(ctx, id); perr == nil {
@@ -663,10 +685,10 @@ func (s *Service) clusterGet(ctx context.Context, tenant, id string) (executor.R
 // peer is a client of node id's HTTP API, calling as the tenant: with the
 // tenant's token from this node's configuration, which every node of a
 // cluster shares (docs/cluster.md, "Jobs across nodes").
-func (s *Service) peer(ctx context.Context, id, tenant string) (*client.Client, error) {
-	nodes, err := s.node.c.Nodes(ctx)
+func (s *Service) peer(ctx context.Context, id, tenant string) (Peer, error) {
+	nodes, err := s.node.Cluster().Nodes(ctx)
 	if err != nil {
-		return nil, s.node.unavailable(err)
+		return nil, s.node.Unavailable(err)
 	}
 	token := ""
 	for _, t := range s.cfg.Tokens {
@@ -677,10 +699,10 @@ func (s *Service) peer(ctx context.Context, id, tenant string) (*client.Client, 
 	}
 	for _, n := range nodes {
 		if n.ID == id && n.Live {
-			return client.New("http://"+n.Address, token)
+			return s.dial(n.Address, token)
 		}
 	}
-	return nil, fmt.Errorf("%w: node %s is not live", errElsewhere, id)
+	return nil, fmt.Errorf("%w: node %s is not live", api.ErrOnAnotherNode, id)
 }
 
 // clusterLogsOf answers Logs in cluster mode: from this node's record when it
@@ -698,7 +720,7 @@ func (s *Service) clusterLogsOf(ctx context.Context, tenant, id string, opts exe
 	}
 	if !j.Ended() {
 		if j.Node == "" || j.State != api.StateRunning {
-			return executor.Logs{}, fmt.Errorf("%w: job %s waits in the queue and has no output yet", errElsewhere, id)
+			return executor.Logs{}, fmt.Errorf("%w: job %s waits in the queue and has no output yet", api.ErrOnAnotherNode, id)
 		}
 		c, err := s.peer(ctx, j.Node, tenant)
 		if err == nil {
@@ -708,7 +730,7 @@ func (s *Service) clusterLogsOf(ctx context.Context, tenant, id string, opts exe
 			}
 		}
 		return executor.Logs{}, fmt.Errorf("%w: job %s runs on node %s, which holds its output until it ends, and did not answer: %v",
-			errElsewhere, id, j.Node, err)
+			api.ErrOnAnotherNode, id, j.Node, err)
 	}
 	return s.clusterLogs(ctx, j, opts)
 }
@@ -719,11 +741,11 @@ func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts exe
 	if _, err := s.clusterJob(ctx, tenant, id); err != nil {
 		return executor.Result{}, err
 	}
-	if err := executor.CheckLogs(opts); err != nil {
+	if _, err := executor.CheckLogs(opts); err != nil {
 		return executor.Result{}, err
 	}
 	begin()
-	if j, err := s.clusterJob(ctx, tenant, id); err == nil && j.State == api.StateRunning && j.Node != s.node.self.ID {
+	if j, err := s.clusterJob(ctx, tenant, id); err == nil && j.State == api.StateRunning && j.Node != s.node.Self().ID {
 		// Its node follows it live; the end comes from the cluster.
 		if c, err := s.peer(ctx, j.Node, tenant); err == nil {
 			if _, err := c.Logs(ctx, id, opts); err != nil {
@@ -741,9 +763,9 @@ func (s *Service) clusterFollow(ctx context.Context, tenant, id string, opts exe
 			continue
 		}
 		for offset := opts.Offset; ; {
-			o, err := s.node.c.Output(ctx, id, stream, offset, 1<<20)
+			o, err := s.node.Cluster().Output(ctx, id, stream, offset, 1<<20)
 			if err != nil {
-				return executor.Result{}, s.node.unavailable(err)
+				return executor.Result{}, s.node.Unavailable(err)
 			}
 			if len(o.Data) == 0 {
 				break
@@ -767,12 +789,9 @@ func (s *Service) clusterKill(ctx context.Context, tenant, id, signal string, fo
 		}
 		return s.ex.Kill(ctx, id, signal, forceAfter)
 	}
-	sig, err := executor.ParseSignal(signal)
+	sig, forceAfter, err := executor.CheckKill(signal, forceAfter)
 	if err != nil {
 		return executor.KillResult{}, err
-	}
-	if forceAfter < 0 {
-		return executor.KillResult{}, &executor.SpecError{Field: "force_after", Reason: "must not be negative (0 means no escalation)"}
 	}
 	before, err := s.clusterJob(ctx, tenant, id)
 	if err != nil {
@@ -783,12 +802,12 @@ func (s *Service) clusterKill(ctx context.Context, tenant, id, signal string, fo
 		return executor.KillResult{Process: p, AlreadyEnded: true,
 			Message: fmt.Sprintf("process %s had already ended (%s, exit code %d); nothing to kill", id, p.State, *p.ExitCode)}, nil
 	}
-	if sig == "SIGKILL" {
-		forceAfter = 0
-	}
-	j, err := s.node.c.RequestKill(ctx, id, sig, forceAfter)
+	j, ended, err := s.node.Cluster().RequestKill(ctx, id, sig, forceAfter)
 	if err != nil {
-		return executor.KillResult{}, s.node.unavailable(err)
+		return executor.KillResult{}, s.node.Unavailable(err)
+	}
+	if ended {
+		s.auditEnded(j)
 	}
 	p := processOf(j)
 	if j.Ended() {
@@ -821,28 +840,15 @@ func (s *Service) clusterWait(ctx context.Context, tenant, id string) (executor.
 	return resultOf(j), nil
 }
 
-// clusterStates are the states List accepts in cluster mode.
-var clusterStates = []api.State{cluster.StateQueued, api.StateRunning, api.StateCompleted, api.StateTimedOut,
-	api.StateKilled, api.StateBlocked, api.StateFailed, api.StateLost, cluster.StateExpired}
-
 // clusterList lists the tenant's jobs across the cluster, most recent first.
 func (s *Service) clusterList(ctx context.Context, opts executor.ListOptions) (executor.ProcessList, error) {
-	switch {
-	case opts.Limit < 0 || opts.Limit > 1000:
-		return executor.ProcessList{}, &executor.SpecError{Field: "limit", Reason: fmt.Sprintf("%d is outside 0..1000", opts.Limit)}
-	case opts.Limit == 0:
-		opts.Limit = 50
-	}
-	if opts.State != "" && !slices.Contains(clusterStates, opts.State) {
-		names := make([]string, len(clusterStates))
-		for i, st := range clusterStates {
-			names[i] = string(st)
-		}
-		return executor.ProcessList{}, &executor.SpecError{Field: "state", Reason: fmt.Sprintf("%q is not one of %s", opts.State, strings.Join(names, ", "))}
-	}
-	jobs, total, err := s.node.c.List(ctx, cluster.Filter{Tenant: opts.Tenant, State: opts.State, Labels: opts.Labels, Limit: opts.Limit})
+	opts, err := executor.CheckList(opts, api.States)
 	if err != nil {
-		return executor.ProcessList{}, s.node.unavailable(err)
+		return executor.ProcessList{}, err
+	}
+	jobs, total, err := s.node.Cluster().List(ctx, cluster.Filter{Tenant: opts.Tenant, State: opts.State, Labels: opts.Labels, Limit: opts.Limit})
+	if err != nil {
+		return executor.ProcessList{}, s.node.Unavailable(err)
 	}
 	list := executor.ProcessList{Processes: make([]executor.Process, 0, len(jobs)), Total: total}
 	for _, j := range jobs {
@@ -866,7 +872,7 @@ func (s *Service) clusterRemove(ctx context.Context, tenant, id string) error {
 			return err
 		}
 	}
-	return s.node.unavailable(s.node.c.Remove(ctx, id))
+	return s.node.Unavailable(s.node.Cluster().Remove(ctx, id))
 }
 
 // isTransport tells whether err is a failure to reach a peer rather than its
@@ -881,12 +887,12 @@ func isTransport(err error) bool {
 // and the tenant's cluster-wide limit and wait their turn fairly with jobs.
 // It returns once the run may start, recorded as started; the returned func
 // records its end. Past its queue timeout the answer is ErrQueueTimeout.
-func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admitted) (func(executor.Result), error) {
+func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admitted, waiting func()) (func(executor.Result, *auditEvent), error) {
 	if err := s.tenantLimits(ctx, t); err != nil {
 		return nil, err
 	}
 	id, spec := a.ID(), a.Spec()
-	timeout := cmp.Or(spec.QueueTimeout.Duration(), cluster.DefaultQueueTimeout)
+	timeout := spec.QueueTimeout.Duration()
 	spec.Env, spec.Stdin = nil, nil // never needed off this node: kept out of the database
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
@@ -902,33 +908,38 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 		delete(s.placer.starting, id)
 		s.placer.mu.Unlock()
 	}
-	_, err = s.node.c.Enqueue(ctx, cluster.NewJob{ID: id, Tenant: t.name, Spec: specJSON, Memory: spec.Memory,
-		QueueTimeout: timeout, CallerNode: s.node.self.ID})
+	_, err = s.node.Cluster().Enqueue(ctx, cluster.NewJob{ID: id, Tenant: t.name, Spec: specJSON, Memory: spec.Memory,
+		QueueTimeout: timeout, CallerNode: s.node.Self().ID})
 	if err != nil {
 		forget()
 		if errors.Is(err, cluster.ErrQueueFull) {
-			return nil, fmt.Errorf("%w: %v (max_queued); retry when one has started", ErrBusy, err)
+			return nil, fmt.Errorf("%w: %v (max_queued); retry when one has started", api.ErrBusy, err)
 		}
-		return nil, s.node.unavailable(err)
+		return nil, s.node.Unavailable(err)
 	}
 	// Claimed here rather than by the claim loop: one hop less for the run
 	// when it may start now. Whatever the claim took, the loop takes the rest.
 	if s.claimOne(s.trackCtx) {
 		s.wakePlacer()
 	}
+	var j cluster.Job
+	select {
+	case j = <-ch: // room at once
+	default:
+		waiting()
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var j cluster.Job
 	for j.ID == "" {
 		select {
 		case j = <-ch:
 		case <-timer.C:
-			e, err := s.node.c.Expire(context.WithoutCancel(ctx), id)
+			e, _, err := s.node.Cluster().Expire(context.WithoutCancel(ctx), id) // never started: no finish owed
 			switch {
 			case err != nil:
 				forget()
-				return nil, s.node.unavailable(err)
-			case e.State == cluster.StateExpired:
+				return nil, s.node.Unavailable(err)
+			case e.State == api.StateExpired:
 				forget()
 				return nil, fmt.Errorf("%w: run %s: %s; nothing ran", api.ErrQueueTimeout, id, e.Reason)
 			}
@@ -938,30 +949,30 @@ func (s *Service) placeRun(ctx context.Context, t *tenantState, a executor.Admit
 			delete(s.placer.runs, id)
 			s.placer.mu.Unlock()
 			select {
-			case j = <-ch: // placed as the caller left: its slot is given back
+			case j = <-ch: // placed as the caller left: its slot is given back; never started, it owes no finish
 				s.trackers.Go(func() {
-					s.recordEnd(id, j.Fence(), cluster.End{State: api.StateKilled, ExitCode: 137, Reason: "its caller went away before it ran"})
+					s.recordEnd(id, j.Fence(), cluster.End{State: api.StateKilled, ExitCode: 137, Reason: "its caller went away before it ran"}, nil)
 				})
 			default: // still queued: it leaves the queue
-				s.node.c.RequestKill(context.WithoutCancel(ctx), id, "SIGKILL", 0)
+				s.node.Cluster().RequestKill(context.WithoutCancel(ctx), id, "SIGKILL", 0)
 			}
 			forget()
 			return nil, ctx.Err()
 		}
 	}
-	err = s.node.c.Start(ctx, id, j.Fence())
+	err = s.node.Cluster().Start(ctx, id, j.Fence())
 	s.placer.started(id)
 	if err != nil {
 		forget()
-		return nil, s.node.unavailable(err)
+		return nil, s.node.Unavailable(err)
 	}
-	return func(res executor.Result) {
+	return func(res executor.Result, finish *auditEvent) {
 		end := cluster.End{State: res.State, ExitCode: res.ExitCode, Reason: res.Error}
 		if end.State == "" || end.State == api.StateRunning { // the run failed before it had a Result
 			end = cluster.End{State: api.StateFailed, ExitCode: api.ExitFailed, Reason: "the run did not complete"}
 		}
 		s.trackers.Go(func() {
-			s.recordEnd(id, j.Fence(), end)
+			s.recordEnd(id, j.Fence(), end, finish)
 			forget()
 		})
 	}, nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -35,22 +36,24 @@ func (a *httpAPI) run(w http.ResponseWriter, r *http.Request, tenant string) err
 			return err
 		}
 		status := http.StatusAccepted
-		if p.State != executor.StateRunning {
+		if p.State != executor.StateRunning && p.State != api.StateQueued {
 			status = http.StatusOK // refused by the policy, or failed to start: nothing runs
 		}
 		w.Header().Set("Location", "/v1/processes/"+p.ID)
 		writeJSON(w, status, p)
 		return nil
 	}
-	timeout := a.svc.ex.Config().Defaults.Timeout
-	if spec.Timeout > 0 {
-		timeout = spec.Timeout.Duration()
+	// The answer lives as long as the run may: its wait for room, its timeout
+	// and the grace to write it; as asked, then as admitted.
+	lifetime := func(s executor.Spec) {
+		extend(w, cmp.Or(s.QueueTimeout.Duration(), api.DefaultQueueTimeout)+
+			cmp.Or(s.Timeout.Duration(), a.svc.ex.Config().Defaults.Timeout)+streamSlack)
 	}
-	extend(w, timeout+streamSlack)
+	lifetime(spec)
 	if wantsEvents(r) {
-		return a.runEvents(w, r, tenant, spec)
+		return a.runEvents(w, r, tenant, spec, lifetime)
 	}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{})
+	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Admitted: lifetime})
 	if err != nil {
 		return err
 	}
@@ -65,14 +68,14 @@ func (a *httpAPI) list(w http.ResponseWriter, r *http.Request, tenant string) er
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "limit", Message: fmt.Sprintf("limit: %q is not an integer", v)}
+			return api.NewError("invalid_request", "limit", fmt.Sprintf("limit: %q is not an integer", v))
 		}
 		opts.Limit = n
 	}
 	for _, kv := range q["label"] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "label", Message: fmt.Sprintf("label: %q is not key=value", kv)}
+			return api.NewError("invalid_request", "label", fmt.Sprintf("label: %q is not key=value", kv))
 		}
 		if opts.Labels == nil {
 			opts.Labels = map[string]string{}
@@ -153,7 +156,7 @@ func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) er
 		if v := q.Get(p.name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: p.name, Message: fmt.Sprintf("%s: %q is not an integer", p.name, v)}
+				return api.NewError("invalid_request", p.name, fmt.Sprintf("%s: %q is not an integer", p.name, v))
 			}
 			*p.dst = n
 		}
@@ -162,7 +165,7 @@ func (a *httpAPI) logs(w http.ResponseWriter, r *http.Request, tenant string) er
 	if v := q.Get("follow"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "follow", Message: fmt.Sprintf("follow: %q is not true or false", v)}
+			return api.NewError("invalid_request", "follow", fmt.Sprintf("follow: %q is not true or false", v))
 		}
 		follow = b
 	}
@@ -200,15 +203,15 @@ func (a *httpAPI) healthz(w http.ResponseWriter, r *http.Request, _ string) erro
 // database answers and the node's lease holds.
 func (a *httpAPI) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
 	if err := a.svc.Ready(r.Context()); err != nil {
-		return &api.Error{Status: http.StatusServiceUnavailable, Code: "engine_unavailable", Message: err.Error()}
+		return api.NewError("engine_unavailable", "", err.Error())
 	}
 	if err := a.svc.ClusterReady(r.Context()); err != nil {
 		return err // errorOf: database_unavailable or lease_lapsed
 	}
 	version, apiVersion := a.svc.ex.EngineVersion()
 	answer := map[string]string{"status": "ready", "engine": version, "api_version": apiVersion}
-	if a.svc.node != nil {
-		answer["node"] = a.svc.node.self.ID
+	if id := a.svc.jobs.node(); id != "" {
+		answer["node"] = id
 	}
 	writeJSON(w, http.StatusOK, answer)
 	return nil

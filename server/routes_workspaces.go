@@ -78,8 +78,7 @@ func (a *httpAPI) putFile(w http.ResponseWriter, r *http.Request, tenant string)
 	if v := r.URL.Query().Get("mode"); v != "" {
 		m, err := strconv.ParseUint(v, 8, 32)
 		if err != nil || m > 0o777 {
-			return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "mode",
-				Message: fmt.Sprintf("mode: %q is not octal permission bits (e.g. 0644, 0755)", v)}
+			return api.NewError("invalid_request", "mode", fmt.Sprintf("mode: %q is not octal permission bits (e.g. 0644, 0755)", v))
 		}
 		mode = fs.FileMode(m)
 	}
@@ -194,8 +193,7 @@ func tooLarge(r *http.Request, err error) error {
 	var maxErr *http.MaxBytesError
 	if errors.As(err, &maxErr) {
 		// r.Pattern is the route with its method: "POST /v1/processes".
-		return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Field: "body",
-			Message: fmt.Sprintf("body: larger than the limit of %d bytes for %s", maxErr.Limit, r.Pattern)}
+		return api.NewError("too_large", "body", fmt.Sprintf("body: larger than the limit of %d bytes for %s", maxErr.Limit, r.Pattern))
 	}
 	return err
 }

@@ -1,114 +1,14 @@
 package server
 
-import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/json"
-	"errors"
-	"fmt"
+import "github.com/airlock-sandbox/airlock/cluster/seal"
 
-	"github.com/airlock-sandbox/airlock/executor"
-)
-
-// A background job waits in the cluster's queue with its whole request, since
-// any node may run it. Its env and stdin, often a caller's secrets, are sealed
-// there: encrypted with a key derived from the tenant's token, which every node
-// of the cluster holds and the database does not (docs/cluster.md, "Env and
-// stdin"). A tenant without a token (a server open to anonymous callers) has
-// no secret to derive a key from: its env and stdin are stored as sent. Either
-// way they are deleted from the row when the job ends.
-
-// queuedSpec is a request as the queue holds it.
-type queuedSpec struct {
-	executor.Spec
-	// Sealed is the env and stdin (sealedParts as JSON), encrypted with
-	// AES-256-GCM: the nonce, then the ciphertext; the job's id is the
-	// associated data, so a sealed part cannot be moved to another job.
-	Sealed []byte `json:"sealed,omitempty"`
-}
-
-type sealedParts struct {
-	Env   map[string]string `json:"env,omitempty"`
-	Stdin *string           `json:"stdin,omitempty"`
-}
-
-// sealInfo names what the derived key is for.
-const sealInfo = "airlock: the env and stdin of a queued job"
-
-// sealKey is the tenant's key for sealing, or nil when the tenant has no token.
+// sealKey is the tenant's key for sealing a queued job's env and stdin
+// (cluster/seal), or nil when the tenant has no token.
 func (s *Service) sealKey(tenant string) ([]byte, error) {
 	for _, t := range s.cfg.Tokens {
 		if t.Tenant == tenant {
-			return hkdf.Key(sha256.New, []byte(t.Token), nil, sealInfo, 32)
+			return seal.Key(t.Token)
 		}
 	}
 	return nil, nil
-}
-
-// sealSpec is the queue's copy of job id's spec: its env and stdin sealed with
-// key, or as sent when key is nil.
-func sealSpec(key []byte, id string, spec executor.Spec) (json.RawMessage, error) {
-	q := queuedSpec{Spec: spec}
-	if key != nil && (len(spec.Env) > 0 || spec.Stdin != nil) {
-		plain, err := json.Marshal(sealedParts{Env: spec.Env, Stdin: spec.Stdin})
-		if err != nil {
-			return nil, err
-		}
-		aead, err := newAEAD(key)
-		if err != nil {
-			return nil, err
-		}
-		nonce := make([]byte, aead.NonceSize())
-		rand.Read(nonce)
-		q.Sealed = aead.Seal(nonce, nonce, plain, []byte(id))
-		q.Env, q.Stdin = nil, nil
-	}
-	return json.Marshal(q)
-}
-
-// errSealed says why a node cannot open a queued job's env and stdin.
-var errSealed = errors.New("cannot open the job's env and stdin")
-
-// openSpec reads job id's spec from the queue, opening its sealed env and
-// stdin with key.
-func openSpec(key []byte, id string, raw json.RawMessage) (executor.Spec, error) {
-	var q queuedSpec
-	if err := json.Unmarshal(raw, &q); err != nil {
-		return executor.Spec{}, err
-	}
-	if q.Sealed == nil {
-		return q.Spec, nil
-	}
-	if key == nil {
-		return executor.Spec{}, fmt.Errorf("%w: this node has no token for the job's tenant (every node of a cluster needs the same tokens)", errSealed)
-	}
-	aead, err := newAEAD(key)
-	if err != nil {
-		return executor.Spec{}, err
-	}
-	n := aead.NonceSize()
-	if len(q.Sealed) < n {
-		return executor.Spec{}, fmt.Errorf("%w: the sealed part is cut short", errSealed)
-	}
-	plain, err := aead.Open(nil, q.Sealed[:n], q.Sealed[n:], []byte(id))
-	if err != nil {
-		return executor.Spec{}, fmt.Errorf("%w: they were sealed with another token of the tenant's, or changed", errSealed)
-	}
-	var parts sealedParts
-	if err := json.Unmarshal(plain, &parts); err != nil {
-		return executor.Spec{}, err
-	}
-	q.Spec.Env, q.Spec.Stdin = parts.Env, parts.Stdin
-	return q.Spec, nil
-}
-
-func newAEAD(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
 }

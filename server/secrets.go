@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
@@ -30,10 +31,6 @@ import (
 // Without secrets_key_file the server stores none (the route answers 501), and
 // its authority lives in the process only.
 
-// ErrNoSecretsKey is the answer to PUT /v1/secrets/{name} on a server that has
-// no key to seal secrets with.
-var ErrNoSecretsKey = errors.New("this server stores no secrets: its operator has set no secrets_key_file")
-
 // vault seals what the server keeps in its store's vault.
 type vault struct {
 	st   *store.Store
@@ -50,7 +47,11 @@ func openVault(c *Config) (*vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	aead, err := newAEAD(key)
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +165,7 @@ func infoOf(sec api.Secret) api.SecretInfo {
 // PutSecret stores the tenant's secret name, replacing one of that name.
 func (s *Service) PutSecret(_ context.Context, tenant, name string, sec api.Secret) (api.SecretInfo, error) {
 	if s.vault == nil {
-		return api.SecretInfo{}, ErrNoSecretsKey
+		return api.SecretInfo{}, api.ErrNoSecretsKey
 	}
 	t, err := s.tenant(tenant)
 	if err != nil {
@@ -187,7 +188,7 @@ func (s *Service) PutSecret(_ context.Context, tenant, name string, sec api.Secr
 // there is not an error.
 func (s *Service) DeleteSecret(_ context.Context, tenant, name string) error {
 	if s.vault == nil {
-		return ErrNoSecretsKey
+		return api.ErrNoSecretsKey
 	}
 	if err := s.vault.st.DeleteSealed(secretKey(tenant, name)); err != nil {
 		return fmt.Errorf("%w: %v", executor.ErrStore, err)

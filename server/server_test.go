@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster/peer"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -112,7 +113,7 @@ func startHarness(t *testing.T, configure func(*Config), fake *enginefake.Engine
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.ex.Close() })
-	h.svc, err = NewService(h.ex, cfg, log, "test")
+	h.svc, err = NewService(h.ex, cfg, log, "test", WithPeers(peer.Dial))
 	if err != nil {
 		t.Fatal(err)
 	}

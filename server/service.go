@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
-	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/cluster/member"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -31,8 +31,15 @@ type Service struct {
 	version string
 	// node is the server's membership of a cluster; nil without a database.
 	// placer runs the jobs the cluster places on the node.
-	node   *node
+	node   *member.Node
 	placer *placer
+	// jobs is where job operations go: localJobs, or clusterJobs on a node
+	// of a cluster; chosen once, in NewService.
+	jobs jobs
+	// member is the node's part in a cluster, or noCluster; chosen with jobs.
+	member membership
+	// dial reaches another node (WithPeers); a cluster node needs it.
+	dial func(address, token string) (Peer, error)
 
 	// vault seals the secrets tenants store; nil without secrets_key_file.
 	vault *vault
@@ -41,10 +48,12 @@ type Service struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantState
 
-	// Trackers wait for background jobs to end, to audit and count them.
+	// Trackers wait for background jobs to end, to audit and count them;
+	// tracking holds the ids they wait for (under mu).
 	trackCtx  context.Context
 	stopTrack context.CancelFunc
 	trackers  sync.WaitGroup
+	tracking  map[string]bool
 }
 
 type tokenHash struct {
@@ -73,13 +82,22 @@ type tenantState struct {
 const Anonymous = ""
 
 // NewService opens the audit log and starts tracking the background jobs that are
-// already running (adopted by ex on start).
-func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version string) (*Service, error) {
+// already running (adopted by ex on start). A node of a cluster
+// (cfg.Cluster.Database) needs WithPeers.
+func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version string, opts ...Option) (*Service, error) {
+	s := &Service{ex: ex, cfg: cfg, log: log, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{},
+		tracking: map[string]bool{}}
+	for _, o := range opts {
+		o(s)
+	}
+	if cfg.Cluster.Database != "" && s.dial == nil {
+		return nil, errors.New("a node of a cluster reaches the other nodes: NewService needs WithPeers (cluster/peer.Dial)")
+	}
 	audit, err := openAudit(cfg.AuditLog)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{ex: ex, cfg: cfg, log: log, audit: audit, metrics: newMetrics(), version: version, tenants: map[string]*tenantState{}}
+	s.audit = audit
 	if s.vault, err = openVault(&cfg); err != nil {
 		audit.close()
 		return nil, err
@@ -88,20 +106,20 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, tokenHash{sum: sha256.Sum256([]byte(t.Token)), tenant: t.Tenant, print: Fingerprint(t.Token)})
 	}
-	if cfg.Cluster.Database != "" {
-		s.node, err = joinCluster(cfg, log, s.metrics.heartbeatFailures)
+	s.jobs, s.member = localJobs{s}, noCluster{}
+	if cfg.Cluster.Database != "" { // the one choice of mode
+		s.node, err = member.Join(cfg.memberConfig(), log, s.metrics.heartbeatFailures, s.auditSwept)
 		if err != nil {
 			audit.close()
 			return nil, err
 		}
 		s.metrics.reg.MustRegister(newNodeCollector(s.node), s.metrics.heartbeatFailures)
+		s.jobs, s.member = clusterJobs{s}, clusterMember{s}
 	}
 	s.trackCtx, s.stopTrack = context.WithCancel(context.Background())
 	running, err := ex.Running(context.Background())
 	if err != nil {
-		if s.node != nil {
-			s.node.close()
-		}
+		s.member.close()
 		audit.close()
 		return nil, err
 	}
@@ -119,9 +137,7 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	}
 	s.settleEnded(tracked)
 	s.trackers.Go(s.sweep)
-	if s.node != nil {
-		s.startPlacing()
-	}
+	s.member.run()
 	return s, nil
 }
 
@@ -145,11 +161,7 @@ func (s *Service) sweepOnce() {
 	}
 	for _, id := range reaped {
 		s.write(auditEvent{Event: "workspace.delete", Workspace: id, Reason: "its ttl passed"})
-		if s.node != nil {
-			if err := s.node.c.UnbindWorkspace(ctx, id); err != nil {
-				s.log.Warn("forget a reaped workspace in the cluster", "workspace", id, "err", s.node.scrub(err))
-			}
-		}
+		s.member.unbindWorkspace(ctx, id)
 	}
 	if s.cfg.KeepJobs > 0 {
 		removed, err := s.ex.Prune(ctx, seconds(s.cfg.KeepJobs))
@@ -159,15 +171,7 @@ func (s *Service) sweepOnce() {
 		if len(removed) > 0 {
 			s.log.Info("forgot expired jobs", "count", len(removed))
 		}
-		if s.node != nil {
-			pruned, err := s.node.c.Prune(ctx, seconds(s.cfg.KeepJobs))
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("prune the cluster's ended jobs", "err", s.node.scrub(err))
-			}
-			if pruned > 0 {
-				s.log.Info("pruned the cluster's ended jobs", "count", pruned)
-			}
-		}
+		s.member.prune(ctx, seconds(s.cfg.KeepJobs))
 	}
 }
 
@@ -231,9 +235,7 @@ func (s *Service) Close(ctx context.Context, killJobs bool) error {
 	}
 	s.stopTrack()
 	s.trackers.Wait()
-	if s.node != nil {
-		s.node.close()
-	}
+	s.member.close()
 	return s.audit.close()
 }
 
@@ -299,46 +301,31 @@ func (s *Service) Ready(ctx context.Context) error {
 // ClusterReady reports whether the cluster's database answers and this node's
 // lease holds; it is nil for a server without a database.
 func (s *Service) ClusterReady(ctx context.Context) error {
-	if s.node == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	return s.node.ready(ctx)
+	return s.member.ready(ctx)
 }
-
-// ErrNotACluster is the answer of the node routes on a server without a database.
-var ErrNotACluster = errors.New("this server is not a node of a cluster: start it with --database postgres://... (AIRLOCK_DATABASE) to make it one")
-
-// ErrForbidden is the answer to a caller without the right to an operation.
-var ErrForbidden = errors.New("forbidden")
 
 // Nodes lists the nodes of the server's cluster. Any authenticated caller may:
 // the list names nodes and their addresses, which the callers of a cluster
 // reach anyway, and nothing of any tenant's.
 func (s *Service) Nodes(ctx context.Context) (api.NodeList, error) {
-	if s.node == nil {
-		return api.NodeList{}, ErrNotACluster
-	}
-	return s.node.nodes(ctx)
+	return s.member.nodes(ctx)
 }
 
 // Drain stops (draining) or resumes new placements on node id, as the tenant
 // asks: one of the admin tenants, or anyone on a server without tokens.
 func (s *Service) Drain(ctx context.Context, tenant, id string, draining bool, via, remote string) (api.Node, error) {
-	if s.node == nil {
-		return api.Node{}, ErrNotACluster
-	}
 	event := "node.drain"
 	if !draining {
 		event = "node.undrain"
 	}
-	if len(s.tokens) > 0 && !slices.Contains(s.cfg.Cluster.AdminTenants, tenant) {
-		err := fmt.Errorf("%w: draining a node is for the operator: tenant %q is not one of the server's admin tenants (--admin-tenants)", ErrForbidden, tenant)
-		s.write(auditEvent{Event: event, Tenant: tenant, Node: id, Via: via, Remote: remote, Error: err.Error()})
-		return api.Node{}, err
-	}
-	n, err := s.node.drain(ctx, id, draining)
+	n, err := s.member.drain(ctx, id, draining, func() error {
+		if len(s.tokens) > 0 && !slices.Contains(s.cfg.Cluster.AdminTenants, tenant) {
+			err := fmt.Errorf("%w: draining a node is for the operator: tenant %q is not one of the server's admin tenants (--admin-tenants)", api.ErrForbidden, tenant)
+			s.write(auditEvent{Event: event, Tenant: tenant, Node: id, Via: via, Remote: remote, Error: err.Error()})
+			return err
+		}
+		return nil
+	})
 	if err != nil {
 		return n, err
 	}
@@ -351,9 +338,6 @@ func (s *Service) Drain(ctx context.Context, tenant, id string, draining bool, v
 func notFound(id string) error {
 	return fmt.Errorf("process %q: %w", id, executor.ErrNotFound)
 }
-
-// ErrBusy is returned when a tenant has as many runs active as its limit.
-var ErrBusy = errors.New("busy")
 
 // own fails with not_found unless the job exists and belongs to t: another
 // tenant's id answers exactly as an unknown one.
@@ -376,8 +360,9 @@ func (s *Service) owned(tenant, id string) (*tenantState, error) {
 
 // reserve counts a new run against the tenant's concurrency limit. A tenant
 // at its limit waits its turn, first in first out, up to wait (the request's
-// queue_timeout): then the answer is ErrBusy, naming the wait.
-func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duration) (release func(), err error) {
+// queue_timeout): then the answer is api.ErrBusy, naming the wait. waiting,
+// if set, is called when the run has to wait.
+func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duration, waiting func()) (release func(), err error) {
 	t.mu.Lock()
 	if t.active < t.limits.MaxConcurrent && len(t.turns) == 0 {
 		t.active++
@@ -387,11 +372,14 @@ func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duratio
 	if t.limits.MaxQueued > 0 && len(t.turns) >= t.limits.MaxQueued {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("%w: the tenant has %d requests waiting for a place, its max_queued; retry when one ends",
-			ErrBusy, t.limits.MaxQueued)
+			api.ErrBusy, t.limits.MaxQueued)
 	}
 	turn := make(chan struct{})
 	t.turns = append(t.turns, turn)
 	t.mu.Unlock()
+	if waiting != nil {
+		waiting()
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -399,7 +387,7 @@ func (s *Service) reserve(ctx context.Context, t *tenantState, wait time.Duratio
 		return t.releaser(), nil // the releaser that closed it passed its place on
 	case <-timer.C:
 		err = fmt.Errorf("%w: the tenant had %d runs active, its limit, for the whole queue timeout of %s; retry when one ends",
-			ErrBusy, t.limits.MaxConcurrent, wait)
+			api.ErrBusy, t.limits.MaxConcurrent, wait)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -461,10 +449,14 @@ func (s *Service) auditStart(a executor.Admitted, via, remote string) {
 }
 
 // RunFollower is how the caller of a foreground run follows it, each part
-// optional: Begin is called with the run's id once the run is admitted and its
-// start audited, just before its sandbox is made (not for a refusal), and Stdout
-// and Stderr get the output as the command writes it.
+// optional: Admitted is called with the spec as admitted (every default
+// filled: its deadlines) before the run waits for room; Queued with the run's
+// id if it has to wait; Begin with the run's id once the run has room and its
+// start is audited, just before its sandbox is made (not for a refusal);
+// Stdout and Stderr get the output as the command writes it.
 type RunFollower struct {
+	Admitted       func(executor.Spec)
+	Queued         func(id string)
 	Begin          func(id string)
 	Stdout, Stderr io.Writer
 }
@@ -481,7 +473,7 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 		return executor.Result{}, &executor.SpecError{Field: "background", Reason: "a foreground run; start a background job instead"}
 	}
 	if spec.Workspace != "" {
-		if peer, err := s.holder(ctx, t.name, spec.Workspace); peer != nil || err != nil {
+		if peer, err := s.member.holder(ctx, t.name, spec.Workspace); peer != nil || err != nil {
 			if err != nil {
 				return executor.Result{}, err
 			}
@@ -492,19 +484,21 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	if err != nil {
 		return executor.Result{}, err
 	}
-	var res executor.Result
-	var ended func(executor.Result)
-	if s.node != nil && a.Decision().Allowed {
-		ended, err = s.placeRun(ctx, t, a) // a slot on this node, by the cluster's queue
-	} else {
-		var release func()
-		release, err = s.reserve(ctx, t, cmp.Or(a.Spec().QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
-		ended = func(executor.Result) { release() }
+	if f.Admitted != nil {
+		f.Admitted(a.Spec())
 	}
+	var res executor.Result
+	var finish *auditEvent // the run's finish, once it has one
+	waiting := func() {
+		if f.Queued != nil {
+			f.Queued(a.ID())
+		}
+	}
+	ended, err := s.jobs.room(ctx, t, a, waiting)
 	if err != nil {
 		return executor.Result{}, err
 	}
-	defer func() { ended(res) }()
+	defer func() { ended(res, finish) }()
 	s.auditStart(a, via, remote)
 	if !a.Decision().Allowed {
 		res, err = s.ex.Execute(ctx, a) // blocked: the executor makes the Result, nothing runs
@@ -518,12 +512,10 @@ func (s *Service) Run(ctx context.Context, tenant string, spec executor.Spec, vi
 	gauge.Inc()
 	res, err = s.ex.Execute(ctx, a, executor.WithLiveOutput(f.Stdout, f.Stderr))
 	gauge.Dec()
-	if s.node != nil {
-		res.Node = s.node.self.ID
-	}
+	res.Node = s.jobs.node()
 	ev := specEvent("run.finish", t.name, a.Spec()).withResult(res)
 	ev.Via, ev.Remote = via, remote
-	s.write(ev)
+	finish = &ev
 	s.metrics.ended("foreground", res)
 	return res, s.runError(ctx, err)
 }
@@ -552,65 +544,46 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 	if err != nil {
 		return executor.Process{}, err
 	}
-	if s.node != nil {
-		return s.startQueued(ctx, t, a, via, remote)
-	}
-	release, err := s.reserve(ctx, t, cmp.Or(a.Spec().QueueTimeout.Duration(), cluster.DefaultQueueTimeout))
-	if err != nil {
-		return executor.Process{}, err
-	}
-	s.auditStart(a, via, remote)
-	allowed := a.Decision().Allowed
-	if allowed {
-		s.pend(a.ID(), t.name) // owed from the moment the start is written
-	}
-	p, err := s.ex.Launch(ctx, a)
-	if err != nil || !allowed || p.State != executor.StateRunning {
-		release()
-		if p.ID != "" {
-			s.metrics.runs.WithLabelValues("background", string(p.State)).Inc()
-			if p.State == executor.StateBlocked {
-				s.metrics.refusals.WithLabelValues(p.BlockRule).Inc()
-			}
-		}
-		if allowed { // it never ran: its finish is now
-			ev := specEvent("run.finish", t.name, a.Spec())
-			ev.ID, ev.State, ev.Via = a.ID(), p.State, via
-			if err != nil {
-				ev.Error = err.Error()
-			}
-			s.write(ev)
-			s.settle(a.ID())
-		}
-		if err != nil && p.ID != "" {
-			return p, s.runError(ctx, err)
-		}
-		return p, err
-	}
-	s.trackStarted(t, p.ID, release)
-	return p, nil
+	return s.jobs.start(ctx, t, a, via, remote)
 }
 
-// trackStarted hands the admission of a job that started to its tracker.
+// trackStarted hands the admission of a job that started to its tracker,
+// which audits its end: here, or, for a job the cluster placed here, where its
+// end is recorded in the cluster (finishPlaced).
 func (s *Service) trackStarted(t *tenantState, id string, release func()) {
 	s.metrics.running.WithLabelValues("background").Inc()
+	s.mu.Lock()
+	s.tracking[id] = true
+	s.mu.Unlock()
 	s.trackers.Add(1)
 	go func() {
 		defer s.trackers.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.tracking, id)
+			s.mu.Unlock()
+		}()
 		res, err := s.ex.Wait(s.trackCtx, id)
 		release()
 		s.metrics.running.WithLabelValues("background").Dec()
 		if err != nil {
 			return // the server is stopping; the job goes on and the next one tracks it
 		}
-		if pl, ok, _ := s.ex.Placed(id); ok && s.node != nil && pl.Node == s.node.self.ID {
-			s.finishPlaced(id, cluster.Fence{Node: pl.Node, Attempt: pl.Attempt}, res)
+		s.metrics.ended("background", res)
+		if s.jobs.recordEnd(t, id, res) {
+			return
 		}
 		ev := auditEvent{Event: "run.finish", Tenant: t.name, Background: true}.withResult(res)
 		s.write(ev)
 		s.settle(id)
-		s.metrics.ended("background", res)
 	}()
+}
+
+// tracked tells whether a tracker waits for job id.
+func (s *Service) tracked(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tracking[id]
 }
 
 // track follows a job adopted at start-up, already counted as active.
@@ -621,26 +594,12 @@ func (s *Service) track(t *tenantState, id string) {
 // Get reports a background job. It reads the record once and checks the owner
 // on the answer: the monitor is the call agents poll.
 func (s *Service) Get(ctx context.Context, tenant, id string) (executor.Result, error) {
-	if s.node != nil {
-		return s.clusterGet(ctx, tenant, id)
-	}
-	r, err := s.ex.Get(ctx, id)
-	if errors.Is(err, executor.ErrNotFound) || err == nil && tenant != Anonymous && r.Tenant != tenant {
-		return executor.Result{}, notFound(id)
-	}
-	return r, err
+	return s.jobs.get(ctx, tenant, id)
 }
 
 // Logs returns or follows a background job's output.
 func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.LogsOptions) (executor.Logs, error) {
-	if s.node != nil {
-		return s.clusterLogsOf(ctx, tenant, id, opts)
-	}
-	_, err := s.owned(tenant, id)
-	if err != nil {
-		return executor.Logs{}, err
-	}
-	return s.ex.Logs(ctx, id, opts)
+	return s.jobs.logs(ctx, tenant, id, opts)
 }
 
 // Follow delivers a job's output from opts.Offset to opts.Follow as the job
@@ -649,20 +608,7 @@ func (s *Service) Logs(ctx context.Context, tenant, id string, opts executor.Log
 // job is the tenant's, the options valid), before the first chunk, so that a
 // refusal can still be an ordinary answer.
 func (s *Service) Follow(ctx context.Context, tenant, id string, opts executor.LogsOptions, begin func()) (executor.Result, error) {
-	if s.node != nil && !s.isLocal(id) {
-		return s.clusterFollow(ctx, tenant, id, opts, begin)
-	}
-	if _, err := s.owned(tenant, id); err != nil {
-		return executor.Result{}, err
-	}
-	if err := executor.CheckLogs(opts); err != nil {
-		return executor.Result{}, err
-	}
-	begin()
-	if _, err := s.ex.Logs(ctx, id, opts); err != nil {
-		return executor.Result{}, err
-	}
-	return s.Get(ctx, tenant, id)
+	return s.jobs.follow(ctx, tenant, id, opts, begin)
 }
 
 // Kill signals a background job, with escalation to SIGKILL after forceAfter.
@@ -671,12 +617,7 @@ func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfte
 	if err != nil {
 		return executor.KillResult{}, err
 	}
-	var k executor.KillResult
-	if s.node != nil {
-		k, err = s.clusterKill(ctx, tenant, id, signal, forceAfter)
-	} else if err = s.own(t, id); err == nil {
-		k, err = s.ex.Kill(ctx, id, signal, forceAfter)
-	}
+	k, err := s.jobs.kill(ctx, t, id, signal, forceAfter)
 	if err != nil {
 		return k, err
 	}
@@ -691,18 +632,9 @@ func (s *Service) Kill(ctx context.Context, tenant, id, signal string, forceAfte
 // Wait waits up to timeout for a background job to end and returns its Result:
 // the final one, or the current one (state running) when the wait timed out.
 func (s *Service) Wait(ctx context.Context, tenant, id string, timeout time.Duration) (executor.Result, error) {
-	wait := func(ctx context.Context) (executor.Result, error) {
-		if s.node != nil {
-			return s.clusterWait(ctx, tenant, id)
-		}
-		if _, err := s.owned(tenant, id); err != nil {
-			return executor.Result{}, err
-		}
-		return s.ex.Wait(ctx, id)
-	}
 	wctx, cancel := context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
 	defer cancel()
-	res, err := wait(wctx)
+	res, err := s.jobs.wait(wctx, tenant, id)
 	if err != nil && errors.Is(context.Cause(wctx), errWaitTimeout) && ctx.Err() == nil {
 		return res, nil
 	}
@@ -718,21 +650,12 @@ func (s *Service) List(ctx context.Context, tenant string, opts executor.ListOpt
 		return executor.ProcessList{}, err
 	}
 	opts.Tenant = t.name
-	if s.node != nil {
-		return s.clusterList(ctx, opts)
-	}
-	return s.ex.List(ctx, opts)
+	return s.jobs.list(ctx, opts)
 }
 
 // Remove deletes an ended job's record and logs.
 func (s *Service) Remove(ctx context.Context, tenant, id string) error {
-	if s.node != nil {
-		return s.clusterRemove(ctx, tenant, id)
-	}
-	if _, err := s.owned(tenant, id); err != nil {
-		return err
-	}
-	return s.ex.Remove(ctx, id)
+	return s.jobs.remove(ctx, tenant, id)
 }
 
 // CheckResultOf is a policy decision as the API answers it.

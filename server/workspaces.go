@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"slices"
 
-	"github.com/airlock-sandbox/airlock/client"
-	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -25,37 +23,14 @@ func (s *Service) caller(tenant string) (executor.Caller, error) {
 	return t.caller, nil
 }
 
-// holder is, in cluster mode, a client of the node that holds workspace id
-// when that is another node (nil when it is this one, or without a cluster):
-// its files are on that node's engine (docs/cluster.md, "Jobs across nodes").
-func (s *Service) holder(ctx context.Context, tenant, id string) (*client.Client, error) {
-	if s.node == nil {
-		return nil, nil
-	}
-	w, err := s.node.c.WorkspaceOf(ctx, id)
-	switch {
-	case errors.Is(err, cluster.ErrNotFound), err == nil && w.Node == s.node.self.ID:
-		return nil, nil // this node's, or unknown: this node's engine answers
-	case err != nil:
-		return nil, s.node.unavailable(err)
-	case tenant != Anonymous && w.Tenant != tenant:
-		return nil, nil // another tenant's: this node answers it as unknown
-	}
-	return s.peer(ctx, w.Node, tenant)
-}
-
 // forwardRun has peer, the node that holds the run's workspace, run spec; the
 // caller follows it through this node: the id peer gives the run, its output as
 // it is written, its Result. Peer admits the run as its own (policy, limits,
 // audit); a caller that leaves ends the forwarded request, and so the run.
-func forwardRun(ctx context.Context, peer *client.Client, spec executor.Spec, f RunFollower) (executor.Result, error) {
-	var opts []client.RunOption
-	if f.Begin != nil {
-		opts = append(opts, client.Opened(f.Begin))
-	}
-	res, err := peer.Run(ctx, spec, f.Stdout, f.Stderr, opts...)
+func forwardRun(ctx context.Context, peer Peer, spec executor.Spec, f RunFollower) (executor.Result, error) {
+	res, err := peer.Run(ctx, spec, f.Stdout, f.Stderr, f.Begin)
 	if err != nil && isTransport(err) && ctx.Err() == nil {
-		err = fmt.Errorf("%w: workspace %s is on another node, which was running the run and stopped answering: %v", errElsewhere, spec.Workspace, err)
+		err = fmt.Errorf("%w: workspace %s is on another node, which was running the run and stopped answering: %v", api.ErrOnAnotherNode, spec.Workspace, err)
 	}
 	return res, err
 }
@@ -67,11 +42,10 @@ func (s *Service) CreateWorkspace(ctx context.Context, tenant string, spec execu
 		return executor.Workspace{}, err
 	}
 	w, err := s.ex.CreateWorkspace(ctx, spec, c)
-	if err == nil && s.node != nil {
-		// Its jobs are placed on this node, which holds its files.
-		if berr := s.node.c.BindWorkspace(ctx, cluster.Workspace{ID: w.ID, Tenant: c.Tenant, Node: s.node.self.ID}); berr != nil {
+	if err == nil {
+		if berr := s.member.bindWorkspace(ctx, w.ID, c.Tenant); berr != nil {
 			s.ex.RemoveWorkspace(context.WithoutCancel(ctx), w.ID, c)
-			w, err = executor.Workspace{}, s.node.unavailable(berr)
+			w, err = executor.Workspace{}, berr
 		}
 	}
 	ev := auditEvent{Event: "workspace.create", Tenant: tenant, Workspace: w.ID, Via: via, Remote: remote}
@@ -88,7 +62,7 @@ func (s *Service) Workspace(ctx context.Context, tenant, id string) (executor.Wo
 	if err != nil {
 		return executor.Workspace{}, err
 	}
-	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+	if peer, err := s.member.holder(ctx, tenant, id); peer != nil || err != nil {
 		if err != nil {
 			return executor.Workspace{}, err
 		}
@@ -104,31 +78,17 @@ func (s *Service) Workspaces(ctx context.Context, tenant string) ([]executor.Wor
 		return nil, err
 	}
 	list, err := s.ex.Workspaces(ctx, c)
-	if err != nil || s.node == nil {
-		return list, err
-	}
-	// The tenant's workspaces on the other nodes, from those nodes.
-	nodes, err := s.node.c.WorkspaceNodes(ctx, tenant)
 	if err != nil {
-		return nil, s.node.unavailable(err)
+		return nil, err
 	}
-	for _, n := range nodes {
-		if n == s.node.self.ID {
-			continue
-		}
-		peer, err := s.peer(ctx, n, tenant)
-		if err != nil {
-			return nil, err
-		}
-		theirs, err := peer.Workspaces(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("workspaces on node %s: %w", n, err)
-		}
-		for _, w := range theirs {
-			// Nodes that share one engine (as in the tests) see each other's.
-			if !slices.ContainsFunc(list, func(x executor.Workspace) bool { return x.ID == w.ID }) {
-				list = append(list, w)
-			}
+	theirs, err := s.member.otherWorkspaces(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range theirs {
+		// Nodes that share one engine (as in the tests) see each other's.
+		if !slices.ContainsFunc(list, func(x executor.Workspace) bool { return x.ID == w.ID }) {
+			list = append(list, w)
 		}
 	}
 	slices.SortFunc(list, func(a, b executor.Workspace) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -141,17 +101,15 @@ func (s *Service) RemoveWorkspace(ctx context.Context, tenant, id, via, remote s
 	if err != nil {
 		return err
 	}
-	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+	if peer, err := s.member.holder(ctx, tenant, id); peer != nil || err != nil {
 		if err == nil {
 			err = peer.RemoveWorkspace(ctx, id) // that node audits it and forgets it in the cluster
 		}
 		return err
 	}
 	err = s.ex.RemoveWorkspace(ctx, id, c)
-	if err == nil && s.node != nil {
-		if uerr := s.node.c.UnbindWorkspace(ctx, id); uerr != nil {
-			s.log.Warn("forget a removed workspace in the cluster", "workspace", id, "err", s.node.scrub(uerr))
-		}
+	if err == nil {
+		s.member.unbindWorkspace(ctx, id)
 	}
 	s.auditFile("workspace.delete", tenant, id, "", via, remote, err)
 	return err
@@ -163,7 +121,7 @@ func (s *Service) PutFile(ctx context.Context, tenant, id, path string, mode fs.
 	if err != nil {
 		return err
 	}
-	if peer, perr := s.holder(ctx, tenant, id); peer != nil || perr != nil {
+	if peer, perr := s.member.holder(ctx, tenant, id); peer != nil || perr != nil {
 		if perr != nil {
 			return perr
 		}
@@ -180,7 +138,7 @@ func (s *Service) PutArchive(ctx context.Context, tenant, id, dir string, archiv
 	if err != nil {
 		return err
 	}
-	if peer, perr := s.holder(ctx, tenant, id); peer != nil || perr != nil {
+	if peer, perr := s.member.holder(ctx, tenant, id); peer != nil || perr != nil {
 		if perr != nil {
 			return perr
 		}
@@ -197,7 +155,7 @@ func (s *Service) RemoveFile(ctx context.Context, tenant, id, path, via, remote 
 	if err != nil {
 		return err
 	}
-	if peer, perr := s.holder(ctx, tenant, id); peer != nil || perr != nil {
+	if peer, perr := s.member.holder(ctx, tenant, id); peer != nil || perr != nil {
 		if perr != nil {
 			return perr
 		}
@@ -214,7 +172,7 @@ func (s *Service) OpenFile(ctx context.Context, tenant, id, path string) (io.Rea
 	if err != nil {
 		return nil, executor.FileInfo{}, err
 	}
-	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+	if peer, err := s.member.holder(ctx, tenant, id); peer != nil || err != nil {
 		if err != nil {
 			return nil, executor.FileInfo{}, err
 		}
@@ -229,7 +187,7 @@ func (s *Service) OpenArchive(ctx context.Context, tenant, id, dir string) (io.R
 	if err != nil {
 		return nil, err
 	}
-	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+	if peer, err := s.member.holder(ctx, tenant, id); peer != nil || err != nil {
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +202,7 @@ func (s *Service) ListFiles(ctx context.Context, tenant, id, dir string) (execut
 	if err != nil {
 		return executor.FileList{}, err
 	}
-	if peer, err := s.holder(ctx, tenant, id); peer != nil || err != nil {
+	if peer, err := s.member.holder(ctx, tenant, id); peer != nil || err != nil {
 		if err != nil {
 			return executor.FileList{}, err
 		}

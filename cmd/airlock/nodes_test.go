@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/cluster/peer"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 	"github.com/airlock-sandbox/airlock/internal/pgtest"
@@ -45,7 +46,7 @@ func fakeServer(t *testing.T, cfg server.Config) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ex.Close() })
-	svc, err := server.NewService(ex, cfg, slog.New(slog.DiscardHandler), "test")
+	svc, err := server.NewService(ex, cfg, slog.New(slog.DiscardHandler), "test", server.WithPeers(peer.Dial))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-sandbox/airlock/cluster/peer"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/server"
 )
@@ -128,7 +129,7 @@ func openService(cfg server.Config, log *slog.Logger) (*executor.Executor, *serv
 		ex.Close()
 		return nil, nil, err
 	}
-	svc, err := server.NewService(ex, cfg, log, version)
+	svc, err := server.NewService(ex, cfg, log, version, server.WithPeers(peer.Dial))
 	if err != nil {
 		ex.Close()
 		return nil, nil, err

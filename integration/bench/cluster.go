@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/cluster/peer"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/internal/pgtest"
 	"github.com/airlock-sandbox/airlock/server"
@@ -44,7 +45,7 @@ func newBenchNode(database, id string) (*benchNode, error) {
 	cfg.AuditLog = filepath.Join(ex.DataDir(), "audit.log")
 	cfg.TenantDefaults.MaxConcurrent = 1000
 	cfg.Cluster.Database, cfg.Cluster.NodeID, cfg.Cluster.Lease, cfg.Cluster.Slots = database, id, 2, 64
-	svc, err := server.NewService(ex, cfg, slog.New(slog.DiscardHandler), "bench")
+	svc, err := server.NewService(ex, cfg, slog.New(slog.DiscardHandler), "bench", server.WithPeers(peer.Dial))
 	if err != nil {
 		closeEx()
 		return nil, err

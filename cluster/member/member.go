@@ -1,4 +1,9 @@
-package server
+// Package member is a server's membership of an airlock cluster
+// (--database): it registers the server as a node in PostgreSQL (through
+// package cluster), keeps its lease with heartbeats, sweeps what expired, and
+// answers for the nodes (list, drain, readiness), until Close. The server's
+// Service places jobs through it (docs/cluster.md).
+package member
 
 import (
 	"context"
@@ -8,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,11 +27,8 @@ import (
 	"github.com/airlock-sandbox/airlock/cluster"
 )
 
-// node is the server's membership of a cluster (Config.Cluster.Database): it
-// registers the server as a node, keeps its lease with heartbeats, and sweeps
-// what expired, until Close. The Service places background jobs through it
-// (placement.go; docs/cluster.md).
-type node struct {
+// Node is this server's membership of its cluster.
+type Node struct {
 	c     *cluster.Cluster
 	self  cluster.Node
 	url   string // the database's URL: never printed
@@ -37,6 +40,8 @@ type node struct {
 	// lapsed is signalled when a heartbeat finds the lease had lapsed: the
 	// cluster may have taken the node's jobs (Service.reconcilePlaced).
 	lapsed chan struct{}
+	// swept is told the jobs each of this node's sweeps ended, to audit them.
+	swept func([]cluster.Job)
 
 	// stop ends the heartbeat and sweep loops; wg waits for them.
 	stop context.CancelFunc
@@ -46,56 +51,57 @@ type node struct {
 // openTimeout bounds opening the database, migrating it and registering, at start.
 const openTimeout = time.Minute
 
-// joinCluster opens the cluster's database (migrating it), registers this
-// server as a node and starts its heartbeat and sweep loops.
-func joinCluster(cfg Config, log *slog.Logger, failures prometheus.Counter) (*node, error) {
-	cc := cfg.Cluster
-	n := &node{url: cc.Database, where: describeDatabase(cc.Database), log: log, heartbeatFailures: failures,
-		lapsed: make(chan struct{}, 1)}
-	id, err := nodeID(cc.NodeID, cfg.DataDir)
+// Config says how a node joins its cluster.
+type Config struct {
+	// Database is the cluster's PostgreSQL URL; it is never printed.
+	Database string
+	// ID is the node's id; empty takes the one kept in DataDir, or makes one.
+	ID, DataDir string
+	// Advertise is where the other nodes reach its API; empty is Listen, its
+	// unspecified host replaced by the host name.
+	Advertise, Listen string
+	Lease             time.Duration
+	Slots             int
+	Memory            int64
+}
+
+// Join opens the cluster's database (migrating it), registers this server as
+// a node and starts its heartbeat and sweep loops; failures counts failed
+// heartbeats, and swept is told the jobs each sweep ended.
+func Join(cfg Config, log *slog.Logger, failures prometheus.Counter, swept func([]cluster.Job)) (*Node, error) {
+	n := &Node{url: cfg.Database, where: describeDatabase(cfg.Database), log: log, heartbeatFailures: failures,
+		lapsed: make(chan struct{}, 1), swept: swept}
+	id, err := nodeID(cfg.ID, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	lease := defaultLease
-	if cc.Lease > 0 {
-		lease = seconds(cc.Lease)
-	}
-	slots := cc.Slots
-	if slots == 0 {
-		slots = cfg.TenantDefaults.MaxConcurrent
-	}
-	memory := cc.Memory
-	if memory == 0 {
-		memory = int64(slots) * cfg.Ceilings.Memory
-	}
-	n.self = cluster.Node{ID: id, Address: advertised(cc.Advertise, cfg.Listen), Slots: slots, Memory: memory, Lease: lease}
-
+	n.self = cluster.Node{ID: id, Address: advertised(cfg.Advertise, cfg.Listen), Slots: cfg.Slots, Memory: cfg.Memory, Lease: cfg.Lease}
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	n.c, err = cluster.Open(ctx, cc.Database, cluster.WithLogger(log))
+	n.c, err = cluster.Open(ctx, cfg.Database, cluster.WithLogger(log))
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %s", n.where, scrub(err, cc.Database))
+		return nil, fmt.Errorf("open %s: %s", n.where, scrub(err, cfg.Database))
 	}
 	l, err := n.c.Register(ctx, n.self)
 	if err != nil {
 		n.c.Close()
-		return nil, fmt.Errorf("register node %s with %s: %s", id, n.where, scrub(err, cc.Database))
+		return nil, fmt.Errorf("register node %s with %s: %s", id, n.where, scrub(err, cfg.Database))
 	}
-	log.Info("joined the cluster", "node", id, "address", n.self.Address, "slots", slots, "memory", memory,
-		"lease", lease.String(), "database", n.where, "lease_lapsed", l.Lapsed)
+	log.Info("joined the cluster", "node", id, "address", n.self.Address, "slots", cfg.Slots, "memory", cfg.Memory,
+		"lease", cfg.Lease.String(), "database", n.where, "lease_lapsed", l.Lapsed)
 	if l.Lapsed {
 		// The Service reconciles its jobs with the cluster as it starts.
 		log.Warn("this node's lease had lapsed before it registered: the cluster may have taken its jobs", "node", id)
 	}
 	loops, stop := context.WithCancel(context.Background())
 	n.stop = stop
-	n.wg.Go(func() { n.every(loops, lease/3, n.heartbeat) })
-	n.wg.Go(func() { n.every(loops, lease/2, n.sweep) })
+	n.wg.Go(func() { n.every(loops, cfg.Lease/3, n.heartbeat) })
+	n.wg.Go(func() { n.every(loops, cfg.Lease/2, n.sweep) })
 	return n, nil
 }
 
 // every calls fn every period until ctx ends; each call gets the period to finish.
-func (n *node) every(ctx context.Context, period time.Duration, fn func(ctx context.Context)) {
+func (n *Node) every(ctx context.Context, period time.Duration, fn func(ctx context.Context)) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
@@ -112,7 +118,7 @@ func (n *node) every(ctx context.Context, period time.Duration, fn func(ctx cont
 
 // heartbeat renews the lease; a node the cluster no longer has (its row was
 // removed) registers again.
-func (n *node) heartbeat(ctx context.Context) {
+func (n *Node) heartbeat(ctx context.Context) {
 	l, err := n.c.Heartbeat(ctx, n.self.ID)
 	if errors.Is(err, cluster.ErrNotFound) {
 		l, err = n.c.Register(ctx, n.self)
@@ -122,7 +128,7 @@ func (n *node) heartbeat(ctx context.Context) {
 		return // shutting down
 	case err != nil:
 		n.heartbeatFailures.Inc()
-		n.log.Warn("heartbeat failed", "node", n.self.ID, "err", n.scrub(err))
+		n.log.Warn("heartbeat failed", "node", n.self.ID, "err", n.Scrub(err))
 	case l.Lapsed:
 		n.log.Warn("this node's lease had lapsed: the cluster may have taken its jobs", "node", n.self.ID)
 		select {
@@ -133,53 +139,66 @@ func (n *node) heartbeat(ctx context.Context) {
 }
 
 // sweep acts on what expired: any node may, and every node does.
-func (n *node) sweep(ctx context.Context) {
-	if _, err := n.c.Sweep(ctx); err != nil && ctx.Err() == nil {
-		n.log.Warn("sweep failed", "node", n.self.ID, "err", n.scrub(err))
+func (n *Node) sweep(ctx context.Context) {
+	sw, err := n.c.Sweep(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("sweep failed", "node", n.self.ID, "err", n.Scrub(err))
+		}
+		return
 	}
+	var ended []cluster.Job
+	for state, ids := range map[api.State][]string{api.StateLost: sw.Lost, api.StateExpired: sw.Expired} {
+		for _, id := range ids {
+			j, err := n.c.Get(ctx, id)
+			if err != nil { // removed since, or out of reach: its end is still told, as far as it is known
+				j = cluster.Job{ID: id, State: state, Reason: "ended by the cluster's sweep; its row could not be read: " + n.Scrub(err)}
+			}
+			ended = append(ended, j)
+		}
+	}
+	n.swept(ended)
 }
 
-// stopLoops ends the heartbeats and sweeps and waits for them: the node's
+// StopLoops ends the heartbeats and sweeps and waits for them: the node's
 // lease then runs out, as a hung node's would.
-func (n *node) stopLoops() {
+func (n *Node) StopLoops() {
 	n.stop()
 	n.wg.Wait()
 }
 
-// close stops the loops and closes the database's connections. The node's
+// Close stops the loops and closes the database's connections. The node's
 // lease runs out by itself; its row stays, listed as not live.
-func (n *node) close() {
-	n.stopLoops()
+func (n *Node) Close() {
+	n.StopLoops()
 	n.c.Close()
 }
 
-// ready reports whether the database answers and this node's lease holds, by
+// Ready reports whether the database answers and this node's lease holds, by
 // the database's clock.
-func (n *node) ready(ctx context.Context) error {
+func (n *Node) Ready(ctx context.Context) error {
 	nodes, err := n.c.Nodes(ctx)
 	if err != nil {
 		// Whatever failed (a timeout too), the node cannot answer for the cluster.
-		return &databaseError{msg: n.where + ": " + n.scrub(err), err: err}
+		return &databaseError{msg: n.where + ": " + n.Scrub(err), err: err}
 	}
 	for _, s := range nodes {
 		if s.ID == n.self.ID {
 			if !s.Live {
-				return fmt.Errorf("%w: node %s's lease lapsed %s ago (last heartbeat %s ago, lease %s)", errLeaseLapsed,
+				return fmt.Errorf("%w: node %s's lease lapsed %s ago (last heartbeat %s ago, lease %s)", api.ErrLeaseLapsed,
 					s.ID, (s.LeaseAge - s.Lease).Round(time.Millisecond), s.LeaseAge.Round(time.Millisecond), s.Lease)
 			}
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: node %s is not registered in %s", errLeaseLapsed, n.self.ID, n.where)
+	return fmt.Errorf("%w: node %s is not registered in %s", api.ErrLeaseLapsed, n.self.ID, n.where)
 }
 
-var errLeaseLapsed = errors.New("this node's lease has lapsed")
-
-// nodes lists the cluster's nodes as the API reports them.
-func (n *node) nodes(ctx context.Context) (api.NodeList, error) {
+// Nodes lists the cluster's nodes as the API reports them.
+func (n *Node) Nodes(ctx context.Context) (api.NodeList, error) {
 	list, err := n.c.Nodes(ctx)
 	if err != nil {
-		return api.NodeList{}, n.unavailable(err)
+		return api.NodeList{}, n.Unavailable(err)
 	}
 	out := api.NodeList{Self: n.self.ID, Nodes: make([]api.Node, 0, len(list))}
 	for _, s := range list {
@@ -188,33 +207,31 @@ func (n *node) nodes(ctx context.Context) (api.NodeList, error) {
 	return out, nil
 }
 
-// drain sets whether node id takes new placements and returns it as it is now.
-func (n *node) drain(ctx context.Context, id string, draining bool) (api.Node, error) {
+// Drain sets whether node id takes new placements and returns it as it is now.
+func (n *Node) Drain(ctx context.Context, id string, draining bool) (api.Node, error) {
 	if err := n.c.Drain(ctx, id, draining); err != nil {
 		if errors.Is(err, cluster.ErrNotFound) {
-			return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", errNodeNotFound, id)
+			return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", api.ErrNodeNotFound, id)
 		}
-		return api.Node{}, n.unavailable(err)
+		return api.Node{}, n.Unavailable(err)
 	}
 	list, err := n.c.Nodes(ctx)
 	if err != nil {
-		return api.Node{}, n.unavailable(err)
+		return api.Node{}, n.Unavailable(err)
 	}
 	for _, s := range list {
 		if s.ID == id {
 			return apiNode(s), nil
 		}
 	}
-	return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", errNodeNotFound, id)
+	return api.Node{}, fmt.Errorf("%w: no node %q in the cluster", api.ErrNodeNotFound, id)
 }
 
-var errNodeNotFound = errors.New("node not found")
-
-// unavailable names the database in an error of the cluster package that
+// Unavailable names the database in an error of the cluster package that
 // means it is out of reach, without its credentials.
-func (n *node) unavailable(err error) error {
+func (n *Node) Unavailable(err error) error {
 	if errors.Is(err, cluster.ErrUnavailable) {
-		return &databaseError{msg: n.where + ": " + n.scrub(err), err: err}
+		return &databaseError{msg: n.where + ": " + n.Scrub(err), err: err}
 	}
 	return err
 }
@@ -229,7 +246,18 @@ type databaseError struct {
 func (e *databaseError) Error() string   { return e.msg }
 func (e *databaseError) Unwrap() []error { return []error{cluster.ErrUnavailable, e.err} }
 
-func (n *node) scrub(err error) string { return scrub(err, n.url) }
+// Scrub is err's message without the database URL's password.
+func (n *Node) Scrub(err error) string { return scrub(err, n.url) }
+
+// Cluster is the cluster's database.
+func (n *Node) Cluster() *cluster.Cluster { return n.c }
+
+// Self is this node as it registered.
+func (n *Node) Self() cluster.Node { return n.self }
+
+// Lapsed is signalled when a heartbeat finds the lease had lapsed: the
+// cluster may have taken the node's jobs.
+func (n *Node) Lapsed() <-chan struct{} { return n.lapsed }
 
 func apiNode(s cluster.NodeStatus) api.Node {
 	return api.Node{
@@ -254,7 +282,7 @@ func nodeID(configured, dataDir string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err == nil {
 		id := strings.TrimSpace(string(data))
-		if !validNodeID(id) {
+		if !ValidID(id) {
 			return "", fmt.Errorf("node id in %s: %q is not 1 to 63 letters, digits, '.', '_' or '-' (fix it, or remove the file for a new id)", path, id)
 		}
 		return id, nil
@@ -264,7 +292,7 @@ func nodeID(configured, dataDir string) (string, error) {
 	}
 	host, _ := os.Hostname()
 	host = strings.Map(func(r rune) rune {
-		if validNodeID(string(r)) {
+		if ValidID(string(r)) {
 			return r
 		}
 		return '-'
@@ -317,7 +345,7 @@ func advertised(configured, listen string) string {
 func describeDatabase(url string) string {
 	cfg, err := pgconn.ParseConfig(url)
 	if err != nil {
-		return "the cluster database (" + redactURL(url) + ")"
+		return "the cluster database (" + RedactURL(url) + ")"
 	}
 	return fmt.Sprintf("PostgreSQL database %q at %s as user %q", cfg.Database,
 		net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), cfg.User)
@@ -334,4 +362,38 @@ func scrub(err error, url string) string {
 		msg = strings.ReplaceAll(msg, cfg.Password, "redacted")
 	}
 	return msg
+}
+
+// ValidID tells whether id may name a node: a node id goes into logs, metric labels and URLs as it is.
+func ValidID(id string) bool {
+	if len(id) == 0 || len(id) > 63 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// RedactURL is a database URL without its password, in the user part or in
+// the query.
+func RedactURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil {
+		if v == "" {
+			return ""
+		}
+		return "redacted"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "redacted")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "redacted")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
