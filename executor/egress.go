@@ -194,7 +194,24 @@ func (e *Executor) relaySockets(ctx context.Context, runtime string) (string, bo
 	}
 	e.discard(context.WithoutCancel(ctx), cid)
 	e.relayChecked, e.relayDir = true, dir
+	go e.sweepRelayDirs() // what processes that died left there
 	return dir, true
+}
+
+// sweepRelayDirs removes the relay directories whose containers are gone
+// (removeStaleRelayDirs), once this process knows the directory.
+func (e *Executor) sweepRelayDirs() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	all, err := e.eng.List(ctx, LabelManaged+"=true")
+	if err != nil {
+		return
+	}
+	live := map[string]bool{}
+	for _, c := range all {
+		live[c.Name] = true
+	}
+	e.removeStaleRelayDirs(live)
 }
 
 // hostUDSOpen says whether a runsc argument lets the sandbox open the host's

@@ -117,8 +117,9 @@ const relayDirGrace = 10 * time.Minute
 // removeStaleRelayDirs removes the relay directories (listenRelay,
 // startHolder) of containers that no longer exist: a process that died with
 // a job or a holder running leaves its directory behind, and the directory
-// is shared by every process on the host. Only a process that has used the
-// directory looks (relaySockets asks the engine once).
+// is shared by every process on the host. Only a process that knows the
+// directory looks: at its first use (relaySockets) and at each reconcile
+// after it.
 func (e *Executor) removeStaleRelayDirs(live map[string]bool) {
 	e.relayMu.Lock()
 	base := e.relayDir
