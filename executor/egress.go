@@ -162,10 +162,7 @@ func (e *Executor) relaySockets(ctx context.Context, runtime string) (string, bo
 	if e.relayChecked {
 		return e.relayDir, e.relayDir != ""
 	}
-	dir := e.cfg.Egress.SocketDir
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-relay-%d", os.Getuid()))
-	}
+	dir := e.relayBase()
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		e.cfg.Logger.Warn("relays go over exec streams: no socket directory", "dir", dir, "err", err)
 		e.relayChecked = true
@@ -212,6 +209,14 @@ func (e *Executor) sweepRelayDirs() {
 		live[c.Name] = true
 	}
 	e.removeStaleRelayDirs(live)
+}
+
+// relayBase is the directory of the relays' sockets, asked of the engine or not.
+func (e *Executor) relayBase() string {
+	if e.cfg.Egress.SocketDir != "" {
+		return e.cfg.Egress.SocketDir
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("airlock-relay-%d", os.Getuid()))
 }
 
 // hostUDSOpen says whether a runsc argument lets the sandbox open the host's

@@ -123,7 +123,7 @@ func (e *Executor) CreateWorkspace(ctx context.Context, spec WorkspaceSpec, c Ca
 	if err := e.startHolder(ctx, r); err != nil {
 		bg := context.WithoutCancel(ctx)
 		e.discard(bg, r.holder())
-		e.removeHolderDir(bg, r)
+		e.removeHolderDir(r)
 		if rerr := e.eng.RemoveVolume(bg, r.volume()); rerr != nil {
 			e.cfg.Logger.Error("remove workspace volume", "workspace", r.ID, "err", rerr)
 		}
@@ -272,12 +272,10 @@ func (e *Executor) startHolder(ctx context.Context, r workspaceRecord) error {
 	return nil
 }
 
-// removeHolderDir removes the relay directory of r's holder, if this process
-// made it.
-func (e *Executor) removeHolderDir(ctx context.Context, r workspaceRecord) {
-	if base, ok := e.relaySockets(ctx, "runc"); ok {
-		os.RemoveAll(filepath.Join(base, r.holder()))
-	}
+// removeHolderDir removes the relay directory of r's holder, if there is one
+// where this process would have made it (with no question to the engine).
+func (e *Executor) removeHolderDir(r workspaceRecord) {
+	os.RemoveAll(filepath.Join(e.relayBase(), r.holder()))
 }
 
 // workspaceRecords lists every workspace on the engine.
@@ -491,7 +489,7 @@ func (e *Executor) removeWorkspace(ctx context.Context, r workspaceRecord) error
 	if err := e.eng.Remove(ctx, r.holder()); err != nil {
 		return e.engineErr("remove workspace holder", err)
 	}
-	e.removeHolderDir(ctx, r)
+	e.removeHolderDir(r)
 	for {
 		err := e.eng.RemoveVolume(ctx, r.volume())
 		if err == nil {

@@ -105,15 +105,7 @@ func (r workspaceRecord) overSize(err error) error {
 // bytes are streamed once, never spooled.
 func (e *Executor) upload(ctx context.Context, r workspaceRecord, args []string, produce func(w io.Writer) error) error {
 	if conn, d := e.holderDial(ctx, r, args); conn != nil {
-		bw := bufio.NewWriterSize(conn, 256<<10)
-		fw := fileagent.NewFrameWriter(bw)
-		perr := produce(fw)
-		if perr == nil {
-			perr = fw.End()
-		}
-		if perr == nil {
-			perr = bw.Flush()
-		}
+		perr := framed(conn, produce)
 		if perr != nil {
 			conn.Close() // no end mark: the agent writes nothing
 		} else {
@@ -121,40 +113,45 @@ func (e *Executor) upload(ctx context.Context, r workspaceRecord, args []string,
 		}
 		<-d.ended
 		conn.Close()
-		err := d.result
-		var cut *SpecError
-		if perr != nil && (err == nil || errors.As(err, &cut) && cut.Field == "body") {
-			return perr // as below
-		}
-		return err
+		return uploadVerdict(d.result, perr)
 	} else if d != nil {
 		return d.result
 	}
 	pr, pw := io.Pipe()
 	produced := make(chan error, 1)
 	go func() {
-		// Buffered: the engine's copy to the exec's stdin writes what each
-		// read of the pipe gives, and a frame's header alone is 4 bytes.
-		bw := bufio.NewWriterSize(pw, 256<<10)
-		fw := fileagent.NewFrameWriter(bw)
-		err := produce(fw)
-		if err == nil {
-			err = fw.End()
-		}
-		if err == nil {
-			err = bw.Flush()
-		}
+		err := framed(pw, produce)
 		pw.CloseWithError(cmpErr(err, io.EOF))
 		produced <- err
 	}()
 	err := e.holderExec(ctx, r, args, endAtError{pr}, io.Discard)
 	pr.CloseWithError(errors.New("the workspace's agent has ended")) // a producer still writing stops
-	perr := <-produced
+	return uploadVerdict(err, <-produced)
+}
+
+// framed writes what produce writes to w as the agent's frames, and the end
+// mark only when produce succeeds. Buffered: the engine's copy to an exec's
+// stdin writes what each read gives, and a frame's header alone is 4 bytes.
+func framed(w io.Writer, produce func(w io.Writer) error) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	fw := fileagent.NewFrameWriter(bw)
+	err := produce(fw)
+	if err == nil {
+		err = fw.End()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return err
+}
+
+// uploadVerdict is an upload's outcome from the agent's (err) and the
+// producer's (perr). When the agent saw its input end without the end mark,
+// the check's or the body's own error says why; otherwise the agent refused
+// first, and the producer's error is only that it could write no more.
+func uploadVerdict(err, perr error) error {
 	var cut *SpecError
 	if perr != nil && (err == nil || errors.As(err, &cut) && cut.Field == "body") {
-		// The agent saw its stdin end without the end mark: the check's or
-		// the body's own error says why. Otherwise the agent refused first,
-		// and the producer's error is only that it could write no more.
 		return perr
 	}
 	return err
