@@ -125,12 +125,16 @@ func TestInitSurvivesQueuedSignals(t *testing.T) {
 }
 
 // The command and whatever it starts are the OOM killer's first choice, not
-// the init: each has an oom_score_adj above the init's.
+// the init: each has an oom_score_adj above the init's. The init raises its
+// own while it starts the command and puts it back once the start returns
+// (cmd/airlock-init/oom.go), which under gVisor can be after the command's
+// first instructions: the command looks at the init's a moment later, as the
+// OOM killer would, once the run is under way.
 func TestInitOOMScoreBelowTheCommand(t *testing.T) {
 	t.Parallel()
 	eachRuntime(t, func(t *testing.T, rt string) {
 		t.Parallel()
-		spec := executor.Spec{Command: `cat /proc/1/oom_score_adj /proc/self/oom_score_adj; sh -c 'cat /proc/self/oom_score_adj'`, Runtime: rt}
+		spec := executor.Spec{Command: `sleep 0.2; cat /proc/1/oom_score_adj /proc/self/oom_score_adj; sh -c 'cat /proc/self/oom_score_adj'`, Runtime: rt}
 		res := run(t, spec)
 		p := start(t, ex, spec)
 		job := waitJob(t, ex, p.ID)
