@@ -30,9 +30,9 @@ const maxHead = 64 << 10
 func (s *Session) Serve(conn net.Conn) {
 	l, full := s.register(conn)
 	if l == nil {
-		// As many refusals at a time as the cap allows connections, each
-		// read for the report; past them, a flood is closed at once.
-		if full && s.refusing.Add(1) <= int32(max(s.p.MaxConns, 1)) {
+		// Up to maxRefusing refusals at a time, each read for the report;
+		// past them, a flood is closed at once.
+		if full && s.refusing.Add(1) <= maxRefusing {
 			s.refuseOverCap(conn)
 		}
 		if full {
@@ -79,6 +79,9 @@ func (l *link) nextRequest(br *bufio.Reader) (*http.Request, []string) {
 	}
 	return req, hosts
 }
+
+// maxRefusing bounds the connections over MaxConns being answered at once.
+const maxRefusing = 64
 
 // overCapWait bounds how long a connection over MaxConns may take to send
 // the request it is refused, so that a flood of them holds little.
