@@ -53,12 +53,20 @@ type RunOption func(*runOptions)
 
 type runOptions struct {
 	opened func(id string)
+	queued func(id string)
 }
 
 // Opened has Run call opened with the run's id once the server has admitted it,
 // before its command starts: the id a Kill from elsewhere needs.
 func Opened(opened func(id string)) RunOption {
 	return func(o *runOptions) { o.opened = opened }
+}
+
+// Queued has Run call queued with the run's id when, on a node of a
+// cluster, the run waits in the cluster's queue for a place (up to its
+// queue_timeout) before it starts.
+func Queued(queued func(id string)) RunOption {
+	return func(o *runOptions) { o.queued = queued }
 }
 
 // Run runs spec in the foreground and returns its Result, as api.Run does.
@@ -73,7 +81,7 @@ func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Write
 	if spec.Background {
 		return res, api.NewError("invalid_request", "background", "background: Run runs in the foreground; Start starts a background job")
 	}
-	if stdout == nil && stderr == nil && o.opened == nil {
+	if stdout == nil && stderr == nil && o.opened == nil && o.queued == nil {
 		err := c.call(ctx, "POST", "/v1/processes", nil, spec, &res)
 		return res, err
 	}
@@ -95,6 +103,14 @@ func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Write
 			}
 			if o.opened != nil {
 				o.opened(open.ID)
+			}
+		case "queued":
+			var queued struct{ ID string }
+			if err := json.Unmarshal(data, &queued); err != nil {
+				return fmt.Errorf("queued event: %w", err)
+			}
+			if o.queued != nil {
+				o.queued(queued.ID)
 			}
 		case "stdout", "stderr":
 			var chunk api.LogChunk // base64 data decodes into its []byte

@@ -69,7 +69,7 @@ func (d *dockerEngine) Info(ctx context.Context) (engineInfo, error) {
 		args[name] = r.Args
 	}
 	sort.Strings(runtimes)
-	return engineInfo{Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes, RuntimeArgs: args}, nil
+	return engineInfo{ID: in.ID, Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes, RuntimeArgs: args}, nil
 }
 
 func (d *dockerEngine) InspectImage(ctx context.Context, ref string) (Image, bool, error) {

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -211,12 +213,23 @@ func (e *Executor) sweepRelayDirs() {
 	e.removeStaleRelayDirs(live)
 }
 
-// relayBase is the directory of the relays' sockets, asked of the engine or not.
+// relayBase is the directory of the relays' sockets, asked of the engine or
+// not: a directory per engine under the socket directory, so that a process
+// sweeping what its engine's dead containers left (removeStaleRelayDirs)
+// never takes the sockets of another engine's sandboxes on the same host.
 func (e *Executor) relayBase() string {
-	if e.cfg.Egress.SocketDir != "" {
-		return e.cfg.Egress.SocketDir
+	base := e.cfg.Egress.SocketDir
+	if base == "" {
+		base = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-relay-%d", os.Getuid()))
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("airlock-relay-%d", os.Getuid()))
+	e.mu.Lock()
+	id := e.info.ID
+	e.mu.Unlock()
+	if id == "" {
+		return base
+	}
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(base, "engine-"+hex.EncodeToString(sum[:6]))
 }
 
 // hostUDSOpen says whether a runsc argument lets the sandbox open the host's

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -103,6 +104,13 @@ func (e *Executor) AdmittedElsewhere(id string, p Placement, spec Spec, c Caller
 	case !slices.Contains(e.cfg.Runtimes, spec.Runtime):
 		return Admitted{}, &SpecError{Field: "runtime", Reason: fmt.Sprintf("%q is not a runtime of this node (its runtimes: %s)",
 			spec.Runtime, strings.Join(e.cfg.Runtimes, ", "))}
+	}
+	// The configuration may name a runtime its engine lacks: the queuing
+	// node's engine had it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.checkRuntime(ctx, spec.Runtime); err != nil {
+		return Admitted{}, err // names the runtime and what the engine offers
 	}
 	return Admitted{id: id, spec: spec, caller: c, decision: d, placement: &p}, nil
 }

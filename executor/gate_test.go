@@ -102,6 +102,11 @@ func TestAdmittedElsewhereJudgesNothing(t *testing.T) {
 	if _, err := e.AdmittedElsewhere(id, p, spec, Caller{}, allowed); !isField(err, "runtime", "not a runtime of this node") {
 		t.Fatalf("a runtime this node lacks: %v", err)
 	}
+	// Configured, but not in this node's engine: the queuing node's had it.
+	lacking := newFakeExecutor(t, newFakeEngine(), func(c *Config) { c.Runtimes = []string{"runc", "runsc"} })
+	if _, err := lacking.AdmittedElsewhere(id, p, spec, Caller{}, allowed); err == nil || !strings.Contains(err.Error(), `runtime "runsc" is not installed in the engine`) {
+		t.Fatalf("a runtime this node's engine lacks: %v", err)
+	}
 	spec.Runtime, spec.Background = "runc", false
 	if _, err := e.AdmittedElsewhere(id, p, spec, Caller{}, allowed); !isField(err, "background", "") {
 		t.Fatalf("a foreground run: %v", err)

@@ -114,6 +114,69 @@ func TestClusterRunsWaitTheirTurn(t *testing.T) {
 	}
 }
 
+// TestClusterRunWaitsLongInTheQueue: a foreground run that waits 90 s in the
+// cluster's queue (longer than the minute past its timeout an HTTP answer
+// once had) still gets its Result, and its stream says it is queued while it
+// waits. A background start into the full node is answered at once, queued,
+// with its id, and runs once room frees.
+func TestClusterRunWaitsLongInTheQueue(t *testing.T) {
+	t.Parallel() // it mostly waits
+	nodes := startCluster(t, 1, 1)
+	a := nodes[0]
+	ctx := t.Context()
+	p, err := a.c.Start(ctx, api.Spec{Command: "sleep 300", QueueTimeout: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, a, p.ID, api.StateRunning, 30*time.Second)
+
+	type answer struct {
+		res api.Result
+		err error
+	}
+	queued := make(chan string, 1)
+	got := make(chan answer, 1)
+	t0 := time.Now()
+	go func() {
+		res, err := a.c.Run(ctx, api.Spec{Command: "echo waited", Timeout: 10, QueueTimeout: 150}, io.Discard, nil,
+			client.Queued(func(id string) { queued <- id }))
+		got <- answer{res, err}
+	}()
+	var runID string
+	select {
+	case runID = <-queued:
+	case ans := <-got:
+		t.Fatalf("the run answered while the node's one slot was taken: %+v, %v", ans.res, ans.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run's stream did not say it was queued within 30 s")
+	}
+	t1 := time.Now()
+	q, err := a.c.Start(ctx, api.Spec{Command: "echo later", QueueTimeout: 300})
+	if d := since(t1); err != nil || q.ID == "" || q.State != api.StateQueued || d > 10*time.Second {
+		t.Fatalf("a start into the full node, answered after %s: %+v, %v; want it queued, with its id, at once", d, q, err)
+	}
+
+	time.Sleep(90*time.Second - since(t0))
+	select {
+	case ans := <-got:
+		t.Fatalf("the run answered before its place freed: %+v, %v", ans.res, ans.err)
+	default:
+	}
+	killJob(t, a, p.ID)
+	select {
+	case ans := <-got:
+		if ans.err != nil || ans.res.State != api.StateCompleted || ans.res.Stdout != "waited\n" || ans.res.ID != runID {
+			t.Fatalf("the run that waited %s: %+v, %v; want it completed, id %s", since(t0), ans.res, ans.err, runID)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run got no answer within 60 s of its place freeing")
+	}
+	t.Logf("the run waited %s in the queue and completed", since(t0))
+	if r := waitEnd(t, a, q.ID); r.State != api.StateCompleted || r.Stdout != "later\n" {
+		t.Fatalf("the queued job: %s, stdout %q; want it completed", r.State, r.Stdout)
+	}
+}
+
 // TestClusterWorkspaceFromAnyNode makes a workspace through one node and uses
 // it through the other: its files are written and read there, a job on it is
 // placed on the node that holds it, and a run on it sent to the wrong node is

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/client"
@@ -37,8 +39,12 @@ import (
 // from it (a proxy between them) loses its running jobs, like a paused one
 // (docs/cluster.md).
 //
-// All nodes share the test's engine, as if each had a host of its own: a
-// node's containers are told apart by their io.airlock.node label.
+// The tests of a node's death, of a node fenced or cut off, and of placement
+// run each node on a Docker engine of its own (startClusterApart,
+// startEngine), as on hosts of their own: no node sees or touches another's
+// containers, and a host's death takes its engine with it. The others share
+// the machine's engine, where a node's containers are told apart by their
+// io.airlock.node label.
 
 // labelNode is the label every container of a cluster job carries: the id of
 // the node that runs it.
@@ -56,9 +62,10 @@ const lostWithin = 15 * time.Second
 // clusterNode is one `airlock serve` process of a test's cluster, and a
 // client of its API.
 type clusterNode struct {
-	id   string
-	proc *serveProcess
-	c    *client.Client
+	id     string
+	proc   *serveProcess
+	c      *client.Client
+	engine *testEngine // nil: the machine's
 }
 
 // startCluster starts a throw-away PostgreSQL and n nodes on it, each with
@@ -66,15 +73,29 @@ type clusterNode struct {
 func startCluster(t *testing.T, n, slots int, extra ...string) []*clusterNode {
 	t.Helper()
 	pg := pgtest.New(t)
-	return startClusterOn(t, slices.Repeat([]string{pg.URL()}, n), slots, extra...)
+	return startClusterOn(t, slices.Repeat([]string{pg.URL()}, n), nil, slots, extra...)
+}
+
+// startClusterApart is startCluster with each node on a Docker engine of its
+// own (startEngine), as on hosts of their own: a node neither sees nor
+// touches another's containers.
+func startClusterApart(t *testing.T, n, slots int, extra ...string) []*clusterNode {
+	t.Helper()
+	pg := pgtest.New(t)
+	engines := make([]*testEngine, n)
+	for i := range engines {
+		engines[i] = startEngine(t)
+	}
+	return startClusterOn(t, slices.Repeat([]string{pg.URL()}, n), engines, slots, extra...)
 }
 
 // startClusterOn starts a node for each of the database URLs, which name one
 // database (a URL each, so that a node can reach it another way: through a
-// proxy), each with slots sandboxes and the extra flags. When the test ends,
+// proxy), each on the engine of the same index (none, or nil: the
+// machine's), with slots sandboxes and the extra flags. When the test ends,
 // the nodes are stopped and every container carrying one of their ids is
 // removed; a test that passed must have left none behind.
-func startClusterOn(t *testing.T, databases []string, slots int, extra ...string) []*clusterNode {
+func startClusterOn(t *testing.T, databases []string, engines []*testEngine, slots int, extra ...string) []*clusterNode {
 	t.Helper()
 	n := len(databases)
 	suffix := randomHex(3)
@@ -86,12 +107,17 @@ func startClusterOn(t *testing.T, databases []string, slots int, extra ...string
 	t.Cleanup(func() { removeNodeContainers(t, ids) })
 	nodes := make([]*clusterNode, n)
 	for i, id := range ids {
-		proc := startNode(t, databases[i], id, append([]string{"--node-slots", strconv.Itoa(slots)}, extra...)...)
+		var eng *testEngine
+		if i < len(engines) && engines[i] != nil {
+			eng = engines[i]
+			nodeEngines.Store(id, eng)
+		}
+		proc := startNode(t, eng, databases[i], id, append([]string{"--node-slots", strconv.Itoa(slots)}, extra...)...)
 		c, err := client.New(proc.url, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = &clusterNode{id: id, proc: proc, c: c}
+		nodes[i] = &clusterNode{id: id, proc: proc, c: c, engine: eng}
 	}
 	// Registered after the nodes start, so run while they still serve: the
 	// containers of ended jobs are their nodes' to remove.
@@ -118,21 +144,24 @@ func startClusterOn(t *testing.T, databases []string, slots int, extra ...string
 }
 
 // startNode starts `airlock serve` as node id of the cluster whose database
-// is at dbURL, on a free port and a data dir of its own, with a 2 s lease,
+// is at dbURL, on engine eng (nil: the machine's), on a free port and a data dir of its own, with a 2 s lease,
 // and waits until it is ready. The warm pool is off, so that every container with the node's label
 // is one of its jobs, and the tenant's max_concurrent is raised out of the
 // way of the nodes' slots; extra flags come after, and override these.
 // When the test ends, the node gets SIGTERM (and SIGCONT, should the test
 // have left it stopped), and its log is shown if the test failed.
-func startNode(t *testing.T, dbURL, id string, extra ...string) *serveProcess {
+func startNode(t *testing.T, eng *testEngine, dbURL, id string, extra ...string) *serveProcess {
 	t.Helper()
 	addr := freePort(t)
-	s := &serveProcess{url: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	args := []string{"serve", "--listen", addr, "--data", t.TempDir(),
+	s := &serveProcess{url: "http://" + addr, data: t.TempDir(), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	args := []string{"serve", "--listen", addr, "--data", s.data,
 		"--database", dbURL, "--node-id", id, "--lease", "2",
 		"--pool", "airlock/minimal=0", "--max-concurrent", "64"}
 	s.cmd = exec.Command(airlockCLI(t), append(args, extra...)...)
 	s.cmd.Env = os.Environ()
+	if eng != nil {
+		s.cmd.Env = eng.env()
+	}
 	s.cmd.Stderr = s.stderr
 	var stdout lockedBuffer
 	s.cmd.Stdout = &stdout
@@ -185,14 +214,14 @@ func startNode(t *testing.T, dbURL, id string, extra ...string) *serveProcess {
 	}
 }
 
-// TestClusterJobsAcrossNodes starts 100 short jobs through three nodes at
-// once, while 300 foreground runs go through the same nodes, and answers for
+// TestClusterJobsAcrossNodes starts 100 short jobs through three nodes, each
+// on an engine of its own, at once, while 300 foreground runs go through the same nodes, and answers for
 // each job through the two nodes it was not started on: every job ran once, on
 // one node, and its output is whole; every run completed with its own output.
 // Then three long jobs are killed through nodes other than the one that runs
 // them.
 func TestClusterJobsAcrossNodes(t *testing.T) {
-	nodes := startCluster(t, 3, 8)
+	nodes := startClusterApart(t, 3, 8)
 	ctx := t.Context()
 	run := randomHex(6) // the label of this run's jobs
 	const jobs, runs = 100, 300
@@ -331,12 +360,13 @@ func TestClusterJobsAcrossNodes(t *testing.T) {
 	}
 }
 
-// TestClusterNodeDeath kills a node outright, and removes its containers as if
-// its host had died: the jobs it ran become lost, once, and no other node runs
-// them again; the other nodes' jobs run on; what its ended jobs wrote is still
-// read from the database.
+// TestClusterNodeDeath kills a node outright (SIGKILL), and stops its engine
+// with it, as when its host dies; each node has an engine of its own, so no
+// other can see or touch the dead node's containers. The jobs it ran become
+// lost, once, and no other node runs them again; the other nodes' jobs run
+// on; what its ended jobs wrote is still read from the database.
 func TestClusterNodeDeath(t *testing.T) {
-	nodes := startCluster(t, 3, 4)
+	nodes := startClusterApart(t, 3, 4)
 	ctx := t.Context()
 	run := randomHex(6)
 
@@ -429,14 +459,20 @@ func TestClusterNodeDeath(t *testing.T) {
 		t.Fatalf("node %s runs %d sleepers, but only %d containers carry %s=%s: %v", victim.id, perNode[victim.id], len(got), labelNode, victim.id, got)
 	}
 
-	// The host dies: the process, and its containers with it.
+	for _, n := range nodes {
+		if n != victim && len(containersOn(t, n.engine, victim.id)) > 0 {
+			t.Fatalf("node %s's engine holds containers of node %s", n.id, victim.id)
+		}
+	}
+
+	// The host dies: the process, and its engine with it.
 	t0 := time.Now()
 	if err := victim.proc.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	waitProcessGone(t, victim.proc.cmd.Process.Pid)
-	removeContainers(t, victim.id)
-	t.Logf("node %s killed, with %d of the 6 sleepers", victim.id, perNode[victim.id])
+	victim.engine.stop(t)
+	t.Logf("node %s killed, and its engine stopped (%s), with %d of the 6 sleepers", victim.id, since(t0), perNode[victim.id])
 
 	deadline := t0.Add(lostWithin)
 	for _, p := range sleepers {
@@ -501,11 +537,12 @@ func TestClusterNodeDeath(t *testing.T) {
 	}
 }
 
-// TestClusterRetryAfterNodeDeath kills the node running two jobs: the one
+// TestClusterRetryAfterNodeDeath kills the node running two jobs, and
+// stops its engine (each node has its own): the one
 // that asked for a retry runs again, whole, on the other node and completes;
 // the one that did not is lost, and never runs again.
 func TestClusterRetryAfterNodeDeath(t *testing.T) {
-	nodes := startCluster(t, 2, 4)
+	nodes := startClusterApart(t, 2, 4)
 	ctx := t.Context()
 	start := func(via *clusterNode, retry int) api.Process {
 		t.Helper()
@@ -536,7 +573,7 @@ func TestClusterRetryAfterNodeDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitProcessGone(t, victim.proc.cmd.Process.Pid)
-	removeContainers(t, victim.id)
+	victim.engine.stop(t)
 
 	r := waitEnd(t, survivor, retried.ID)
 	if r.State != api.StateCompleted || r.Node != survivor.id || r.Stdout != "begun\ndone\n" {
@@ -553,12 +590,112 @@ func TestClusterRetryAfterNodeDeath(t *testing.T) {
 	}
 }
 
+// TestClusterRefusedAtClaim: a node that claims a job it cannot run (its
+// engine lacks the job's runtime, which the queuing node's has) ends it
+// failed, naming itself and the runtime, without judging it again; the two
+// nodes' audit logs taken together hold exactly one run.start and one
+// run.finish for every job and run of the test, whichever node ended it.
+func TestClusterRefusedAtClaim(t *testing.T) {
+	requireRuntime(t, "runsc") // the machine's engine has it; a test engine never does
+	pg := pgtest.New(t)
+	nodes := startClusterOn(t, []string{pg.URL(), pg.URL()}, []*testEngine{nil, startEngine(t)}, 2)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	if _, err := a.c.Drain(ctx, a.id, true); err != nil { // b claims every job
+		t.Fatal(err)
+	}
+	var ids []string
+	start := func(spec api.Spec) api.Process {
+		t.Helper()
+		spec.QueueTimeout = 60
+		p, err := a.c.Start(ctx, spec)
+		if err != nil {
+			t.Fatalf("start %q via node %s: %v", spec.Command, a.id, err)
+		}
+		ids = append(ids, p.ID)
+		return p
+	}
+
+	done := start(api.Spec{Command: "echo done"})
+	if r := waitEnd(t, a, done.ID); r.State != api.StateCompleted || r.Node != b.id || r.Stdout != "done\n" {
+		t.Fatalf("a job node %s can run: %s on %q, stdout %q; want completed on %s", b.id, r.State, r.Node, r.Stdout, b.id)
+	}
+	refused := start(api.Spec{Command: "echo refused", Runtime: "runsc"})
+	r := waitEnd(t, a, refused.ID)
+	if r.State != api.StateFailed || r.ExitCode != api.ExitFailed || !strings.Contains(r.Error, b.id) || !strings.Contains(r.Error, "runsc") || r.Stdout != "" {
+		t.Fatalf("a job node %s cannot run: %s exit %d, error %q, stdout %q; want failed, %d, naming the node and runsc",
+			b.id, r.State, r.ExitCode, r.Error, r.Stdout, api.ExitFailed)
+	}
+	t.Logf("refused at claim: %s", r.Error)
+	sleeper := start(api.Spec{Command: "sleep 300"})
+	waitState(t, a, sleeper.ID, api.StateRunning, 30*time.Second)
+	if r := killJob(t, a, sleeper.ID); r.State != api.StateKilled || r.Node != b.id {
+		t.Fatalf("a job killed via node %s: %s on %q; want killed on %s", a.id, r.State, r.Node, b.id)
+	}
+	// A foreground run runs on the node it came through: a is drained.
+	var opened string
+	res, err := b.c.Run(ctx, api.Spec{Command: "echo run", QueueTimeout: 60}, io.Discard, nil, client.Opened(func(id string) { opened = id }))
+	if err != nil || res.State != api.StateCompleted || res.Stdout != "run\n" {
+		t.Fatalf("a run via node %s: %+v, %v", b.id, res, err)
+	}
+	ids = append(ids, opened)
+	if left := containersOn(t, nil, b.id); len(left) > 0 {
+		t.Errorf("the machine's engine holds containers of node %s, whose engine is its own: %v", b.id, left)
+	}
+
+	// Every start has one finish, across the two logs; the finish may be
+	// written a moment after the end is read.
+	count := func() map[string][2]int {
+		n := map[string][2]int{}
+		for _, node := range nodes {
+			data, _ := os.ReadFile(filepath.Join(node.proc.data, "audit.log"))
+			for line := range strings.Lines(string(data)) {
+				var ev struct{ Event, ID string }
+				if json.Unmarshal([]byte(line), &ev) != nil {
+					continue
+				}
+				c := n[ev.ID]
+				switch ev.Event {
+				case "run.start":
+					c[0]++
+				case "run.finish":
+					c[1]++
+				}
+				n[ev.ID] = c
+			}
+		}
+		return n
+	}
+	var got map[string][2]int
+	ok := eventually(10*time.Second, func() bool {
+		got = count()
+		for _, id := range ids {
+			if got[id] != [2]int{1, 1} {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		for _, id := range ids {
+			if got[id] != [2]int{1, 1} {
+				t.Errorf("job %s: %d run.start and %d run.finish across both nodes' audit logs; want one of each", id, got[id][0], got[id][1])
+			}
+		}
+	}
+	for id, c := range got {
+		if id != "" && c != [2]int{1, 1} && !slices.Contains(ids, id) {
+			t.Errorf("the audit logs name %s, no job of the test, with %d start(s) and %d finish(es)", id, c[0], c[1])
+		}
+	}
+}
+
 // TestClusterPausedNodeFenced stops a node (SIGSTOP) past its lease: the
 // cluster declares its running jobs lost. When it is continued it finds them
 // lost, kills and removes their containers, and nothing it writes late
 // changes what the cluster decided.
 func TestClusterPausedNodeFenced(t *testing.T) {
-	nodes := startCluster(t, 2, 4)
+	nodes := startClusterApart(t, 2, 4)
 	a, b := nodes[0], nodes[1]
 	ctx := t.Context()
 	sleeper := api.Spec{Command: "sleep 300", Labels: map[string]string{"run": randomHex(6)}, QueueTimeout: 60}
@@ -733,7 +870,7 @@ func TestClusterQueue(t *testing.T) {
 // unreachable").
 func TestClusterPostgresRestart(t *testing.T) {
 	pg := pgtest.New(t)
-	nodes := startClusterOn(t, []string{pg.URL(), pg.URL()}, 4)
+	nodes := startClusterOn(t, []string{pg.URL(), pg.URL()}, nil, 4)
 	ctx := t.Context()
 	run := randomHex(6)
 	labels := func(kind string) map[string]string { return map[string]string{"run": run, "kind": kind} }
@@ -887,7 +1024,7 @@ func TestClusterNodeCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	viaProxy.Host = proxy.addr()
-	nodes := startClusterOn(t, []string{viaProxy.String(), pg.URL()}, 4)
+	nodes := startClusterOn(t, []string{viaProxy.String(), pg.URL()}, []*testEngine{startEngine(t), startEngine(t)}, 4)
 	// Should the test end while A is cut off, A is reconnected before the
 	// nodes stop (cleanups run last first).
 	t.Cleanup(proxy.heal)
@@ -1082,8 +1219,26 @@ func stdoutOf(t *testing.T, n *clusterNode, id string) string {
 // their short ids, names and states.
 func nodeContainers(t *testing.T, id string) []string {
 	t.Helper()
+	eng, up := engineOf(id)
+	if !up {
+		return nil
+	}
+	return containersOf(t, eng, id)
+}
+
+// containersOn lists node id's containers on engine e (nil: the machine's).
+func containersOn(t *testing.T, e *testEngine, id string) []string {
+	t.Helper()
+	if e == nil {
+		return containersOf(t, docker, id)
+	}
+	return containersOf(t, e.c, id)
+}
+
+func containersOf(t *testing.T, eng *dockerclient.Client, id string) []string {
+	t.Helper()
 	f := filters.NewArgs(filters.Arg("label", executor.LabelManaged+"=true"), filters.Arg("label", labelNode+"="+id))
-	list, err := docker.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	list, err := eng.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Errorf("list the containers of node %s: %v", id, err)
 		return nil
@@ -1099,13 +1254,17 @@ func nodeContainers(t *testing.T, id string) []string {
 // takes them with it, and checks that none is left.
 func removeContainers(t *testing.T, id string) {
 	t.Helper()
+	eng, up := engineOf(id)
+	if !up {
+		return
+	}
 	f := filters.NewArgs(filters.Arg("label", executor.LabelManaged+"=true"), filters.Arg("label", labelNode+"="+id))
-	list, err := docker.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	list, err := eng.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Errorf("list the containers of node %s: %v", id, err)
 	}
 	for _, c := range list {
-		docker.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+		eng.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
 	}
 	if !eventually(20*time.Second, func() bool { return len(nodeContainers(t, id)) == 0 }) {
 		t.Errorf("containers of node %s still on the engine after their removal: %v", id, nodeContainers(t, id))

@@ -27,6 +27,7 @@ import (
 type serveProcess struct {
 	cmd    *exec.Cmd
 	url    string
+	data   string // its data dir, where its audit log is, when the test chose it
 	stderr *lockedBuffer
 	exited chan error
 }

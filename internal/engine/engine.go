@@ -110,6 +110,9 @@ type ContainerSummary struct {
 
 // Info is what the engine says of itself.
 type Info struct {
+	// ID is the engine's own identity, kept in its data root: two engines on
+	// one host have different ones.
+	ID       string
 	Version  string
 	APIVer   string
 	CPUs     int
