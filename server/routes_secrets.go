@@ -19,8 +19,7 @@ func (a *httpAPI) putSecret(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	name := r.PathValue("name")
 	if sec.Name != "" && sec.Name != name {
-		return &api.Error{Status: http.StatusBadRequest, Code: "invalid_request", Field: "name",
-			Message: fmt.Sprintf("name: %q differs from the path's %q", sec.Name, name)}
+		return api.NewError("invalid_request", "name", fmt.Sprintf("name: %q differs from the path's %q", sec.Name, name))
 	}
 	info, err := a.svc.PutSecret(r.Context(), tenant, name, sec)
 	if err != nil {
