@@ -27,7 +27,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-sandbox/airlock/executor"
 )
@@ -36,7 +35,7 @@ import (
 const downloadSize = 100 << 20
 
 // egressRounds is how many times each download is made; 100 MB each.
-const egressRounds = 5
+const egressRounds = 9
 
 // ttfbImage has python3, for an HTTPS client in the sandbox and on the host alike.
 const ttfbImage = "airlock/debian"
@@ -130,9 +129,9 @@ func selfSigned(name string) (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
-// ttfbScript times n new HTTPS connections (after 5 unmeasured), each from
-// the TCP connect to the first byte of the answer to one GET, and prints one
-// time in microseconds per line. With a proxy (argv: proxy host port), it
+// ttfbScript waits a second, then times n new HTTPS connections (after 5
+// unmeasured), each from the TCP connect to the first byte of the answer to
+// one GET, and prints one time in microseconds per line. With a proxy (argv: proxy host port), it
 // connects to the proxy and sends CONNECT first, as any HTTPS client behind
 // HTTPS_PROXY does; without, it connects to the origin's address.
 const ttfbScript = `
@@ -141,6 +140,7 @@ mode, target, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv
 ctx = ssl.create_default_context()
 ctx.check_hostname = False
 ctx.verify_mode = ssl.CERT_NONE
+time.sleep(1) # let the pool refill that followed the claim pass
 for i in range(5 + n):
     t0 = time.perf_counter()
     if mode == "proxy":
@@ -205,6 +205,27 @@ func (b *bench) egress(ctx context.Context, w *tabwriter.Writer) error {
 	return b.egressPooled(ctx, w, ex, allow)
 }
 
+// settle waits for ex's pool to be full and for the sandbox used last to be
+// gone (the engine is shared: other processes' sandboxes are not waited
+// for), then lets the refills' inits warm themselves: what is timed next
+// does not share the CPUs with a sandbox's start or removal.
+func (b *bench) settle(ctx context.Context, ex *executor.Executor, used string) error {
+	for deadline := time.Now().Add(2 * time.Minute); poolIdle(ex) < poolSize; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the pools never had %d warm sandboxes", poolSize)
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); used != ""; time.Sleep(5 * time.Millisecond) {
+		if _, err := b.cli.ContainerInspect(ctx, used); cerrdefs.IsNotFound(err) {
+			break
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("the used sandbox %.12s still on the engine after a minute", used)
+		}
+	}
+	time.Sleep(250 * time.Millisecond)
+	return nil
+}
+
 // runOK runs s on ex and fails unless it exited 0.
 func (b *bench) runOK(ctx context.Context, ex *executor.Executor, s executor.Spec) (executor.Result, error) {
 	res, err := ex.Run(ctx, s)
@@ -222,32 +243,36 @@ func (b *bench) runOK(ctx context.Context, ex *executor.Executor, s executor.Spe
 	return res, nil
 }
 
-// egressDownload downloads 100 MB with busybox wget, in a sandbox through
-// the relay and the proxy, and on the host directly; and, as the floor of the
-// way out, the same bytes through a bare CONNECT tunnel with nc.
+// egressDownload downloads 100 MB with busybox wget: in a sandbox through
+// the relay and the proxy; in a container of the same image and limits on
+// the host's network, straight to the origin (what the way out adds); and on
+// the host directly.
 func (b *bench) egressDownload(ctx context.Context, w *tabwriter.Writer, ex *executor.Executor, o *origin, allow []string, hp int) error {
 	url := fmt.Sprintf("http://origin.test:%d/100m", hp)
+	var used string // the sandbox of the last way, if it had one
+	relay, stop, err := bareRelay(fmt.Sprintf("127.0.0.1:%d", hp))
+	if err != nil {
+		return err
+	}
+	defer stop()
 	ways := []struct {
 		name string
 		run  func() error
 	}{
 		{"sandbox, busybox wget through the relay and proxy", func() error {
-			_, err := b.runOK(ctx, ex, executor.Spec{Egress: allow, Timeout: 120, Command: "wget -q -O /dev/null " + url})
+			res, err := b.runOK(ctx, ex, executor.Spec{Egress: allow, Timeout: 120, Command: "wget -q -O /dev/null " + url})
+			used = res.ContainerID
 			return err
 		}},
-		{"sandbox, nc through a CONNECT tunnel (no HTTP client)", func() error {
-			// The relay and proxy carry the bytes without parsing them.
-			req := fmt.Sprintf(`printf 'CONNECT origin.test:%d HTTP/1.1\r\n\r\nGET /100m HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n' | nc 127.0.0.1 3128 | wc -c`, hp)
-			res, err := b.runOK(ctx, ex, executor.Spec{Egress: allow, Timeout: 120, Command: req})
-			if err == nil {
-				if got, _ := strconv.Atoi(strings.TrimSpace(res.Stdout)); got < downloadSize {
-					err = fmt.Errorf("nc read %d bytes", got)
-				}
+		{"the sandbox's wget and limits on the host's network, direct", func() error {
+			return b.hostNetworkWget(ctx, fmt.Sprintf("http://127.0.0.1:%d/100m", hp))
+		}},
+		{"host, busybox wget through a bare TCP relay (io.Copy, splice) on the host", func() error {
+			out, err := exec.CommandContext(ctx, "busybox", "wget", "-q", "-O", "/dev/null", fmt.Sprintf("http://%s/100m", relay)).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("busybox wget through the bare relay: %v: %s", err, out)
 			}
-			return err
-		}},
-		{"sandbox to host over an exec's stdout, no relay (the channel's floor)", func() error {
-			return b.execFloor(ctx, o)
+			return nil
 		}},
 		{"host, busybox wget, direct", func() error {
 			out, err := exec.CommandContext(ctx, "busybox", "wget", "-q", "-O", "/dev/null", fmt.Sprintf("http://127.0.0.1:%d/100m", hp)).CombinedOutput()
@@ -270,6 +295,10 @@ func (b *bench) egressDownload(ctx context.Context, w *tabwriter.Writer, ex *exe
 	for round := range 1 + egressRounds {
 		for k := range ways {
 			i := (round + k) % len(ways)
+			if err := b.settle(ctx, ex, used); err != nil {
+				return err
+			}
+			used = ""
 			if err := ways[i].run(); err != nil {
 				return fmt.Errorf("%s: %w", ways[i].name, err)
 			}
@@ -283,7 +312,7 @@ func (b *bench) egressDownload(ctx context.Context, w *tabwriter.Writer, ex *exe
 		}
 	}
 	mbps := func(d time.Duration) float64 { return float64(downloadSize) / 1e6 / d.Seconds() }
-	fmt.Fprintf(w, "download of 100 MB over plain HTTP from an origin on the host, median of %d (timed by the origin, request to last byte sent; the floor by the host, attach to last byte read)\n", egressRounds)
+	fmt.Fprintf(w, "download of 100 MB over plain HTTP from an origin on the host, median of %d (timed by the origin, request to last byte sent)\n", egressRounds)
 	fmt.Fprintln(w, "way\tmedian\tMB/s\tslowest")
 	med := make([]time.Duration, len(ways))
 	for i, way := range ways {
@@ -292,7 +321,9 @@ func (b *bench) egressDownload(ctx context.Context, w *tabwriter.Writer, ex *exe
 		fmt.Fprintf(w, "%s\t%s\t%.0f\t%s\n", way.name, ms(med[i]), mbps(med[i]), ms(took[i][len(took[i])-1]))
 	}
 	fmt.Fprintf(w, "throughput, sandbox wget / host wget\t%.2fx\t(target >= 0.8x)\n", ratio(med[3], med[0]))
-	fmt.Fprintf(w, "throughput, sandbox wget / the exec channel's floor\t%.2fx\n", ratio(med[2], med[0]))
+	fmt.Fprintf(w, "throughput, sandbox wget / the same client and limits on the host's network\t%.2fx\n", ratio(med[1], med[0]))
+	fmt.Fprintf(w, "the floor of any relay in a process: host wget through the bare relay / host wget\t%.2fx\n", ratio(med[3], med[2]))
+	fmt.Fprintf(w, "throughput, sandbox wget / host wget through the bare relay\t%.2fx\t(1x: the way out costs what the floor does)\n", ratio(med[2], med[0]))
 	return w.Flush()
 }
 
@@ -366,26 +397,7 @@ func micros(s string) ([]time.Duration, error) {
 // egressPooled times a pooled `echo hi` with an allow-list against one
 // without, one of each per round, each from a settled pool as in -only pool.
 func (b *bench) egressPooled(ctx context.Context, w *tabwriter.Writer, ex *executor.Executor, allow []string) error {
-	// settled waits for full pools and for the sandbox of the last run to be
-	// gone (the engine is shared: other processes' sandboxes are not waited
-	// for), then lets the refills' inits warm themselves.
 	var used string
-	settled := func() error {
-		for deadline := time.Now().Add(2 * time.Minute); poolIdle(ex) < poolSize; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("the pools never had %d warm sandboxes", poolSize)
-			}
-		}
-		for deadline := time.Now().Add(time.Minute); used != ""; time.Sleep(5 * time.Millisecond) {
-			if _, err := b.cli.ContainerInspect(ctx, used); cerrdefs.IsNotFound(err) {
-				break
-			} else if time.Now().After(deadline) {
-				return fmt.Errorf("the used sandbox %.12s still on the engine after a minute", used)
-			}
-		}
-		time.Sleep(250 * time.Millisecond)
-		return nil
-	}
 	echo := executor.Spec{Argv: []string{"echo", "hi"}}
 	withEgress := echo
 	withEgress.Egress = allow
@@ -401,7 +413,7 @@ func (b *bench) egressPooled(ctx context.Context, w *tabwriter.Writer, ex *execu
 	for round := range warmup + *n {
 		for k := range ways {
 			i := (round + k) % len(ways)
-			if err := settled(); err != nil {
+			if err := b.settle(ctx, ex, used); err != nil {
 				return err
 			}
 			t0 := time.Now()
@@ -439,15 +451,44 @@ func (b *bench) egressPooled(ctx context.Context, w *tabwriter.Writer, ex *execu
 	return w.Flush()
 }
 
-// execFloor moves 100 MB the way the relay's bytes travel, without the
-// relay, the proxy or an HTTP client: a sandbox writes them to an exec's
-// stdout, through the engine, to the host. It records its time with the
-// origin's, so that it is read beside the downloads.
-func (b *bench) execFloor(ctx context.Context, o *origin) (err error) {
+// bareRelay listens on the host's loopback and relays each connection to
+// target with io.Copy both ways (splice(2) between TCP connections): the
+// least any relay in a process does, with no HTTP, no rules and no caps.
+func bareRelay(target string) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() { ln.Close() }, nil
+}
+
+// hostNetworkWget downloads url with busybox wget in a container of the
+// sandbox's image and limits (1 CPU, airlock's seccomp profile, nobody) on
+// the host's network: the same client with no way out in between.
+func (b *bench) hostNetworkWget(ctx context.Context, url string) (err error) {
 	id := b.newID()
 	cfg, host := b.containerConfig(id)
-	cfg.Cmd = []string{"sleep", "60"}
+	cfg.Cmd = []string{"wget", "-q", "-O", "/dev/null", url}
 	cfg.AttachStdout, cfg.AttachStderr = false, false
+	host.NetworkMode = "host"
 	ref := "airlock-" + id
 	defer func() { err = errors.Join(err, b.remove(ref)) }()
 	created, err := b.cli.ContainerCreate(ctx, cfg, host, nil, nil, ref)
@@ -455,29 +496,17 @@ func (b *bench) execFloor(ctx context.Context, o *origin) (err error) {
 		return err
 	}
 	ref = created.ID
+	waitC, errC := b.cli.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
 	if err := b.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return err
 	}
-	ex, err := b.cli.ContainerExecCreate(ctx, created.ID, container.ExecOptions{
-		Cmd: []string{"dd", "if=/dev/zero", "bs=1048576", "count=" + strconv.Itoa(downloadSize>>20)}, AttachStdout: true})
-	if err != nil {
+	select {
+	case st := <-waitC:
+		if st.StatusCode != 0 {
+			return fmt.Errorf("wget on the host's network: exit %d", st.StatusCode)
+		}
+		return nil
+	case err := <-errC:
 		return err
 	}
-	t0 := time.Now()
-	hj, err := b.cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return err
-	}
-	defer hj.Close()
-	got, err := stdcopy.StdCopy(io.Discard, io.Discard, hj.Reader)
-	if err != nil {
-		return err
-	}
-	if got != downloadSize {
-		return fmt.Errorf("exec wrote %d bytes", got)
-	}
-	o.mu.Lock()
-	o.took = append(o.took, time.Since(t0))
-	o.mu.Unlock()
-	return nil
 }

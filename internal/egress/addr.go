@@ -3,6 +3,8 @@ package egress
 import (
 	"net"
 	"net/netip"
+	"sync"
+	"time"
 )
 
 // refusedRange is a block of addresses no run may reach unless the operator
@@ -111,6 +113,35 @@ func covered(a netip.Addr, prefixes []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// hostAddrsFor is how long the host's addresses, once listed, are taken as
+// they were: listing them is a netlink dump of about 100 µs, on the path of
+// every new connection. An address the host gained within that time is not
+// refused as its own yet (the private, loopback and link-local ranges always
+// are).
+const hostAddrsFor = time.Second
+
+var hostAddrs struct {
+	sync.Mutex
+	at    time.Time
+	addrs []netip.Addr
+}
+
+// recentInterfaceAddrs is interfaceAddrs, listed at most once in
+// hostAddrsFor.
+func recentInterfaceAddrs() ([]netip.Addr, error) {
+	hostAddrs.Lock()
+	defer hostAddrs.Unlock()
+	if time.Since(hostAddrs.at) < hostAddrsFor {
+		return hostAddrs.addrs, nil
+	}
+	addrs, err := interfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	hostAddrs.at, hostAddrs.addrs = time.Now(), addrs
+	return addrs, nil
 }
 
 // interfaceAddrs lists the host's own addresses, on every interface.

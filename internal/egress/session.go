@@ -42,7 +42,7 @@ type Policy struct {
 	// net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// LocalAddrs lists the host's own addresses, which are refused; nil lists
-	// the host's interfaces.
+	// the host's interfaces (at most once a second).
 	LocalAddrs func() ([]netip.Addr, error)
 	// UpstreamProxy, when set, is an http:// proxy every allowed connection
 	// leaves through (CONNECT for tunnels, absolute-URI for plain HTTP). It
@@ -197,7 +197,7 @@ func NewSession(ctx context.Context, p Policy) *Session {
 		p.Dial = (&net.Dialer{}).DialContext
 	}
 	if p.LocalAddrs == nil {
-		p.LocalAddrs = interfaceAddrs
+		p.LocalAddrs = recentInterfaceAddrs
 	}
 	if p.ConnectTimeout <= 0 {
 		p.ConnectTimeout = DefaultConnectTimeout
