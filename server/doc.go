@@ -17,10 +17,11 @@
 // tools), service.go, audit.go, metrics.go, config.go. The Service's mode is
 // chosen once, in NewService: jobs.go (job operations: localJobs, or
 // clusterJobs) and membership.go (noCluster, or clusterMember); the cluster's
-// side of both is cluster/member (the node's membership), placement.go (the
-// queue, claims, ends and reads across nodes), sealed.go (the tenant's key
-// for cluster/seal), and peers.go (Peer: the calls to other nodes, implemented by
-// cluster/peer).
+// side of both is cluster/member (the node's membership) and cluster/place
+// (the queue, claims, ends and reads across nodes), which the Service lends
+// its tenants, audit and trackers (placeServer, in jobs.go); sealed.go (the
+// tenant's key for cluster/seal), and peers.go (Peer: the calls to other
+// nodes, implemented by cluster/peer).
 //
 // Data flows: request → same-origin guard → authenticate → decode → Service
 // (the executor's gate, Admit, with the tenant's Caller; admission; audit of the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster"
+	"github.com/airlock-sandbox/airlock/cluster/place"
 	"github.com/airlock-sandbox/airlock/executor"
 )
 
@@ -22,8 +23,10 @@ type membership interface {
 	// drain stops or resumes placements on node id, once allowed says yes.
 	drain(ctx context.Context, id string, draining bool, allowed func() error) (api.Node, error)
 	// run starts the node's own loops (claims, notices), once the jobs
-	// already running here are tracked; close stops the membership.
+	// already running here are tracked; stop ends them and waits for what
+	// they started; close ends the membership.
 	run()
+	stop()
 	close()
 	// prune forgets the cluster's jobs that ended longer than age ago.
 	prune(ctx context.Context, age time.Duration)
@@ -50,6 +53,7 @@ func (noCluster) drain(context.Context, string, bool, func() error) (api.Node, e
 	return api.Node{}, api.ErrNotACluster
 }
 func (noCluster) run()                                                {}
+func (noCluster) stop()                                               {}
 func (noCluster) close()                                              {}
 func (noCluster) prune(context.Context, time.Duration)                {}
 func (noCluster) bindWorkspace(context.Context, string, string) error { return nil }
@@ -61,9 +65,12 @@ func (noCluster) otherWorkspaces(context.Context, string) ([]executor.Workspace,
 	return nil, nil
 }
 
-// clusterMember is the membership of a node of a cluster (cluster/member,
-// placement.go).
-type clusterMember struct{ s *Service }
+// clusterMember is the membership of a node of a cluster (cluster/member),
+// whose loops are its placement's (cluster/place).
+type clusterMember struct {
+	s *Service
+	p *place.Placer
+}
 
 func (m clusterMember) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -80,7 +87,8 @@ func (m clusterMember) drain(ctx context.Context, id string, draining bool, allo
 	return m.s.node.Drain(ctx, id, draining)
 }
 
-func (m clusterMember) run()   { m.s.startPlacing() }
+func (m clusterMember) run()   { m.p.Run() }
+func (m clusterMember) stop()  { m.p.Stop() }
 func (m clusterMember) close() { m.s.node.Close() }
 
 func (m clusterMember) prune(ctx context.Context, age time.Duration) {

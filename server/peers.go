@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 
@@ -45,4 +47,34 @@ func WithPeers[P Peer](dial func(address, token string) (P, error)) Option {
 			return p, nil
 		}
 	}
+}
+
+// peer is node id's API, called as the tenant: with the tenant's token from
+// this node's configuration, which every node of a cluster shares
+// (docs/cluster.md, "Jobs across nodes").
+func (s *Service) peer(ctx context.Context, id, tenant string) (Peer, error) {
+	nodes, err := s.node.Cluster().Nodes(ctx)
+	if err != nil {
+		return nil, s.node.Unavailable(err)
+	}
+	token := ""
+	for _, t := range s.cfg.Tokens {
+		if t.Tenant == tenant {
+			token = t.Token
+			break
+		}
+	}
+	for _, n := range nodes {
+		if n.ID == id && n.Live {
+			return s.dial(n.Address, token)
+		}
+	}
+	return nil, fmt.Errorf("%w: node %s is not live", api.ErrOnAnotherNode, id)
+}
+
+// isTransport tells whether err is a failure to reach a peer rather than its
+// answer.
+func isTransport(err error) bool {
+	var e *api.Error
+	return !errors.As(err, &e)
 }

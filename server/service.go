@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster/member"
+	"github.com/airlock-sandbox/airlock/cluster/place"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -30,9 +31,7 @@ type Service struct {
 	metrics *metrics
 	version string
 	// node is the server's membership of a cluster; nil without a database.
-	// placer runs the jobs the cluster places on the node.
-	node   *member.Node
-	placer *placer
+	node *member.Node
 	// jobs is where job operations go: localJobs, or clusterJobs on a node
 	// of a cluster; chosen once, in NewService.
 	jobs jobs
@@ -74,8 +73,6 @@ type tenantState struct {
 	// turns are the requests waiting for a place, first in first out; each is
 	// closed when it may go.
 	turns []chan struct{}
-	// clusterLimits is set once the tenant's limits are in the cluster's database.
-	clusterLimits bool
 }
 
 // Anonymous is the tenant of every request when the server has no tokens.
@@ -108,13 +105,14 @@ func NewService(ex *executor.Executor, cfg Config, log *slog.Logger, version str
 	}
 	s.jobs, s.member = localJobs{s}, noCluster{}
 	if cfg.Cluster.Database != "" { // the one choice of mode
-		s.node, err = member.Join(cfg.memberConfig(), log, s.metrics.heartbeatFailures, s.auditSwept)
+		s.node, err = member.Join(cfg.memberConfig(), log, s.metrics.heartbeatFailures, place.Swept(placeServer{s}))
 		if err != nil {
 			audit.close()
 			return nil, err
 		}
 		s.metrics.reg.MustRegister(newNodeCollector(s.node), s.metrics.heartbeatFailures)
-		s.jobs, s.member = clusterJobs{s}, clusterMember{s}
+		p := place.New(s.node, ex, placeServer{s}, log)
+		s.jobs, s.member = clusterJobs{s, p}, clusterMember{s, p}
 	}
 	s.trackCtx, s.stopTrack = context.WithCancel(context.Background())
 	running, err := ex.Running(context.Background())
@@ -234,6 +232,7 @@ func (s *Service) Close(ctx context.Context, killJobs bool) error {
 		}
 	}
 	s.stopTrack()
+	s.member.stop() // before the trackers are waited for: the cluster's loops start trackers
 	s.trackers.Wait()
 	s.member.close()
 	return s.audit.close()
@@ -547,10 +546,10 @@ func (s *Service) Start(ctx context.Context, tenant string, spec executor.Spec, 
 	return s.jobs.start(ctx, t, a, via, remote)
 }
 
-// trackStarted hands the admission of a job that started to its tracker,
-// which audits its end: here, or, for a job the cluster placed here, where its
-// end is recorded in the cluster (finishPlaced).
-func (s *Service) trackStarted(t *tenantState, id string, release func()) {
+// trackStarted hands the admission of the tenant's job that started to its
+// tracker, which audits its end: here, or, for a job the cluster placed here,
+// where its end is recorded in the cluster (jobs.recordEnd).
+func (s *Service) trackStarted(tenant, id string, release func()) {
 	s.metrics.running.WithLabelValues("background").Inc()
 	s.mu.Lock()
 	s.tracking[id] = true
@@ -570,10 +569,10 @@ func (s *Service) trackStarted(t *tenantState, id string, release func()) {
 			return // the server is stopping; the job goes on and the next one tracks it
 		}
 		s.metrics.ended("background", res)
-		if s.jobs.recordEnd(t, id, res) {
+		if s.jobs.recordEnd(tenant, id, res) {
 			return
 		}
-		ev := auditEvent{Event: "run.finish", Tenant: t.name, Background: true}.withResult(res)
+		ev := auditEvent{Event: "run.finish", Tenant: tenant, Background: true}.withResult(res)
 		s.write(ev)
 		s.settle(id)
 	}()
@@ -588,7 +587,7 @@ func (s *Service) tracked(id string) bool {
 
 // track follows a job adopted at start-up, already counted as active.
 func (s *Service) track(t *tenantState, id string) {
-	s.trackStarted(t, id, t.releaser())
+	s.trackStarted(t.name, id, t.releaser())
 }
 
 // Get reports a background job. It reads the record once and checks the owner

@@ -1,8 +1,8 @@
 // Package member is a server's membership of an airlock cluster
 // (--database): it registers the server as a node in PostgreSQL (through
 // package cluster), keeps its lease with heartbeats, sweeps what expired, and
-// answers for the nodes (list, drain, readiness), until Close. The server's
-// Service places jobs through it (docs/cluster.md).
+// answers for the nodes (list, drain, readiness), until Close. The server
+// places jobs through it with package cluster/place (docs/cluster.md).
 package member
 
 import (
@@ -38,7 +38,7 @@ type Node struct {
 	heartbeatFailures prometheus.Counter
 
 	// lapsed is signalled when a heartbeat finds the lease had lapsed: the
-	// cluster may have taken the node's jobs (Service.reconcilePlaced).
+	// cluster may have taken the node's jobs (cluster/place reconciles them).
 	lapsed chan struct{}
 	// swept is told the jobs each of this node's sweeps ended, to audit them.
 	swept func([]cluster.Job)
