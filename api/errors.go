@@ -62,6 +62,9 @@ var (
 	// ErrLeaseLapsed: the answering node's lease in the cluster has run out,
 	// so it takes no work until it has renewed it.
 	ErrLeaseLapsed = errors.New("this node's lease has lapsed")
+	// ErrNodeDraining: a foreground run came through a node that is drained;
+	// a run runs on the node it came through, so it is refused at once.
+	ErrNodeDraining = errors.New("node draining")
 	// ErrDatabaseUnavailable: the cluster's PostgreSQL could not be reached,
 	// or the connection was lost mid-operation. Retry later.
 	ErrDatabaseUnavailable = errors.New("cluster database unavailable")
@@ -112,6 +115,7 @@ var ErrorKinds = []ErrorKind{
 	{Code: "on_another_node", Status: http.StatusConflict, Sentinel: ErrOnAnotherNode},
 	{Code: "lease_lapsed", Status: http.StatusServiceUnavailable, Sentinel: ErrLeaseLapsed},
 	{Code: "database_unavailable", Status: http.StatusServiceUnavailable, Sentinel: ErrDatabaseUnavailable},
+	{Code: "node_draining", Status: http.StatusServiceUnavailable, Sentinel: ErrNodeDraining},
 	{Code: "no_secrets_key", Status: http.StatusNotImplemented, Sentinel: ErrNoSecretsKey},
 	{Code: "cancelled", Status: http.StatusServiceUnavailable, Sentinel: ErrCancelled},
 	{Code: "unauthorized", Status: http.StatusUnauthorized},

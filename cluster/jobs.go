@@ -158,7 +158,8 @@ func scanJob(row pgx.Row) (Job, error) {
 
 // Enqueue puts a job in the durable queue, where a node's Claim finds it. A
 // tenant with a queue limit (SetTenant) that is reached gets ErrQueueFull; a
-// workspace that is not the tenant's, or not bound to a node, is ErrNotFound.
+// workspace that is not the tenant's, or not bound to a node, is ErrNotFound;
+// a run (CallerNode) whose node is drained is api.ErrNodeDraining.
 func (c *Cluster) Enqueue(ctx context.Context, nj NewJob) (Job, error) {
 	if nj.ID == "" {
 		b := make([]byte, 12)
@@ -206,6 +207,19 @@ func (c *Cluster) Enqueue(ctx context.Context, nj NewJob) (Job, error) {
 			}
 			if !ok {
 				return fmt.Errorf("%w: workspace %s", ErrNotFound, nj.Workspace)
+			}
+		}
+		if nj.CallerNode != "" {
+			// A run is claimed by its caller's node only: one drained would
+			// keep it queued for nothing.
+			var draining bool
+			err := tx.QueryRow(ctx, `select draining from airlock.nodes where id = $1`, nj.CallerNode).Scan(&draining)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if draining {
+				return fmt.Errorf("%w: node %s is drained and starts no new runs; send the run to another node, or undrain this one",
+					api.ErrNodeDraining, nj.CallerNode)
 			}
 		}
 		var ws, caller *string

@@ -632,7 +632,14 @@ func TestClusterRefusedAtClaim(t *testing.T) {
 	if r := killJob(t, a, sleeper.ID); r.State != api.StateKilled || r.Node != b.id {
 		t.Fatalf("a job killed via node %s: %s on %q; want killed on %s", a.id, r.State, r.Node, b.id)
 	}
-	// A foreground run runs on the node it came through: a is drained.
+	// A foreground run runs on the node it came through: through the drained
+	// one it is refused at once, and runs through the other.
+	t0 := time.Now()
+	if res, err := a.c.Run(ctx, api.Spec{Command: "echo never", QueueTimeout: 60}, nil, nil); !errors.Is(err, api.ErrNodeDraining) || since(t0) > 10*time.Second {
+		t.Fatalf("a run through the drained node %s, answered after %s: %+v, %v; want 503 node_draining at once", a.id, since(t0), res, err)
+	} else {
+		t.Logf("a run through the drained node: %v", err)
+	}
 	var opened string
 	res, err := b.c.Run(ctx, api.Spec{Command: "echo run", QueueTimeout: 60}, io.Discard, nil, client.Opened(func(id string) { opened = id }))
 	if err != nil || res.State != api.StateCompleted || res.Stdout != "run\n" {
