@@ -165,6 +165,12 @@ func (e *Executor) relaySockets(ctx context.Context, runtime string) (string, bo
 		return e.relayDir, e.relayDir != ""
 	}
 	dir := e.relayBase()
+	if len(dir) > relayPathRoom {
+		e.cfg.Logger.Warn("relays go over exec streams: the socket directory's path is too long for the Unix sockets under it; set a shorter egress.socket_dir",
+			"dir", dir, "bytes", len(dir), "at_most", relayPathRoom)
+		e.relayChecked = true
+		return "", false
+	}
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		e.cfg.Logger.Warn("relays go over exec streams: no socket directory", "dir", dir, "err", err)
 		e.relayChecked = true
@@ -229,8 +235,14 @@ func (e *Executor) relayBase() string {
 		return base
 	}
 	sum := sha256.Sum256([]byte(id))
-	return filepath.Join(base, "engine-"+hex.EncodeToString(sum[:6]))
+	return filepath.Join(base, hex.EncodeToString(sum[:4]))
 }
+
+// relayPathRoom is how long the relay directory (relayBase) may be: the
+// longest socket under it, a transfer's in a holder's directory
+// ("/airlock-ws_<24 hex>-holder/<8 hex>.sock", 57 bytes), must fit a Unix
+// socket's 107.
+const relayPathRoom = 107 - 57
 
 // hostUDSOpen says whether a runsc argument lets the sandbox open the host's
 // Unix sockets.

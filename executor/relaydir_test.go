@@ -3,6 +3,7 @@ package executor
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,6 +36,30 @@ func TestRemoveStaleRelayDirs(t *testing.T) {
 	for i := range want {
 		if names[i] != want[i] {
 			t.Fatalf("left %v, want %v", names, want)
+		}
+	}
+}
+
+// TestRelaySocketDirTooLong: a socket directory whose sockets could not fit
+// a Unix socket's path is not used (the relays go over exec streams, and the
+// log says why) rather than failing each run at its bind; one that fits is.
+func TestRelaySocketDirTooLong(t *testing.T) {
+	for _, tc := range []struct {
+		extra int
+		want  bool
+	}{{relayPathRoom, false}, {0, true}} {
+		base, err := os.MkdirTemp("", "ar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(base)
+		dir := base
+		if n := tc.extra - len(base); n > 0 {
+			dir = filepath.Join(base, strings.Repeat("d", n)) // longer than relayPathRoom
+		}
+		e := newFakeExecutor(t, newFakeEngine(), func(c *Config) { c.Egress.SocketDir = dir })
+		if _, ok := e.relaySockets(t.Context(), "runc"); ok != tc.want {
+			t.Errorf("socket dir of %d bytes (room %d): used %v, want %v", len(e.relayBase()), relayPathRoom, ok, tc.want)
 		}
 	}
 }

@@ -371,7 +371,7 @@ func (e *Executor) holderDial(ctx context.Context, r workspaceRecord, args []str
 	if !ok {
 		return nil, nil
 	}
-	name := NewID() + ".sock"
+	name := NewID()[:8] + ".sock" // short: a Unix socket's path has 107 bytes (relayPathRoom)
 	sock := filepath.Join(base, r.holder(), name)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -52,7 +53,12 @@ func TestEgressFromServerContainer(t *testing.T) {
 				testcontainers.WithLabels(map[string]string{labelTest: "server"}),
 			}
 			if way.shared {
-				dir := t.TempDir()
+				// Short: the Unix sockets under it must fit 107 bytes.
+				dir, err := os.MkdirTemp("", "ar")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.RemoveAll(dir) })
 				opts = append(opts,
 					testcontainers.WithEnv(map[string]string{"AIRLOCK_EGRESS_SOCKET_DIR": dir}),
 					testcontainers.WithHostConfigModifier(func(hc *mobycontainer.HostConfig) {
@@ -74,7 +80,7 @@ func TestEgressFromServerContainer(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.ExitCode != 0 || res.Stdout != "hello from "+host+"\n" || len(res.Egress) != 1 || res.Egress[0].Decision != "allowed" || res.Egress[0].Connections != 1 {
-				t.Errorf("exit %d, stdout %q, stderr %q, egress %+v", res.ExitCode, res.Stdout, res.Stderr, res.Egress)
+				t.Errorf("exit %d, error %q, stdout %q, stderr %q, egress %+v", res.ExitCode, res.Error, res.Stdout, res.Stderr, res.Egress)
 			}
 			logs, err := c.Logs(t.Context())
 			if err != nil {

@@ -17,9 +17,9 @@ import (
 )
 
 // testEngine is a Docker engine of a test's own, beside the machine's: its
-// own data root, exec root, socket, pid file and containerd (which dockerd
-// starts under the exec root, with a namespace of its own), no bridge and no
-// iptables. A node on it neither sees nor touches another engine's
+// own data root, exec root, socket, pid file, containerd (which dockerd
+// starts under the exec root, with a namespace of its own) and network
+// namespace, no bridge and no iptables. A node on it neither sees nor touches another engine's
 // containers, as on a host of its own. It has one runtime, runc, and one
 // image, airlock/minimal, copied from the machine's engine.
 type testEngine struct {
@@ -64,7 +64,10 @@ func startEngine(t *testing.T) *testEngine {
 		"--bridge", "none", "--iptables=false", "--ip-masq=false",
 		"--shutdown-timeout", "2")
 	e.cmd.Stdout, e.cmd.Stderr = log, log
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A network namespace of its own, as a host has: a dockerd with no
+	// bridge deletes docker0, which in the machine's namespace is the
+	// machine's engine's.
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET}
 	if err := e.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("start a second engine (dockerd): %v", err)

@@ -32,7 +32,7 @@ func TestWorkspaceTransferChannels(t *testing.T) {
 
 	// The package's executor made the holder, with its relay directory.
 	// (in the engine's own directory under the default socket directory).
-	found, _ := filepath.Glob(filepath.Join(os.TempDir(), "airlock-relay-"+strconv.Itoa(os.Getuid()), "engine-*", "airlock-"+w.ID+"-holder"))
+	found, _ := filepath.Glob(filepath.Join(os.TempDir(), "airlock-relay-"+strconv.Itoa(os.Getuid()), "*", "airlock-"+w.ID+"-holder"))
 	if len(found) != 1 {
 		t.Fatalf("the holder has no relay directory, or several: %v", found)
 	}
