@@ -13,8 +13,10 @@ import (
 )
 
 // airlock/debian is Debian's minbase variant plus the packages listed in
-// debian/packages, installed by debootstrap from a Debian mirror, packed as
-// the root filesystem of a FROM scratch image. It needs debootstrap on the
+// debian/packages, installed by debootstrap from a Debian mirror, and those
+// in debian/packages.apt, installed after it by the root filesystem's own apt
+// (debootstrap's resolver misses some of npm's dependencies), packed as the
+// root filesystem of a FROM scratch image. It needs debootstrap on the
 // host and root (debootstrap makes device nodes and chowns files); the archive
 // is its only source, so it builds wherever Debian's mirror is reachable.
 
@@ -29,8 +31,9 @@ func DebianMirror() string {
 	return "http://deb.debian.org/debian"
 }
 
-func debianPackages() ([]string, error) {
-	b, err := recipes.ReadFile("debian/packages")
+// debianPackages lists the packages of the recipe file name in debian/.
+func debianPackages(name string) ([]string, error) {
+	b, err := recipes.ReadFile("debian/" + name)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +41,11 @@ func debianPackages() ([]string, error) {
 }
 
 func debianKey() (string, error) {
-	pkgs, err := debianPackages()
+	pkgs, err := debianPackages("packages")
+	if err != nil {
+		return "", err
+	}
+	later, err := debianPackages("packages.apt")
 	if err != nil {
 		return "", err
 	}
@@ -47,7 +54,7 @@ func debianKey() (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "suite %s\nmirror %s\npackages %s\n", debianSuite, DebianMirror(), strings.Join(pkgs, ","))
+	fmt.Fprintf(h, "suite %s\nmirror %s\npackages %s\nthen %s\n", debianSuite, DebianMirror(), strings.Join(pkgs, ","), strings.Join(later, ","))
 	h.Write(df)
 	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
 }
@@ -59,7 +66,11 @@ func debianContext() ([]byte, error) {
 		return nil, fmt.Errorf("%s needs debootstrap on this host (sudo apt-get install debootstrap), "+
 			"run as root: `sudo airlock images build debian`", Debian.Ref)
 	}
-	pkgs, err := debianPackages()
+	pkgs, err := debianPackages("packages")
+	if err != nil {
+		return nil, err
+	}
+	later, err := debianPackages("packages.apt")
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +83,13 @@ func debianContext() ([]byte, error) {
 	cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+strings.Join(pkgs, ","), debianSuite, root, DebianMirror())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("debootstrap %s: %v\n%s", debianSuite, err, lastLines(out, 20))
+	}
+	for _, args := range [][]string{{"update", "-q"}, append([]string{"install", "-y", "-q", "--no-install-recommends"}, later...)} {
+		cmd := exec.Command("chroot", append([]string{root, "apt-get"}, args...)...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("apt-get %s in the debian root filesystem: %v\n%s", args[0], err, lastLines(out, 20))
+		}
 	}
 	// What a run needs and nothing it does not: no package caches, and the
 	// same writable places as airlock/minimal.

@@ -115,7 +115,7 @@ func testCert(t *testing.T) (tls.Certificate, string) {
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pypi.test"}, DNSNames: []string{"pypi.test", "files.pypi.test", "git.test", "api.test", "other.test"},
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pypi.test"}, DNSNames: []string{"pypi.test", "files.pypi.test", "git.test", "api.test", "other.test", "registry.test", "files.registry.test"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
@@ -141,6 +141,7 @@ func egressExecutorIn(t *testing.T, dir string, configure func(*executor.EgressC
 		"pypi.test": netip.MustParseAddr("127.0.0.1"), "files.pypi.test": netip.MustParseAddr("127.0.0.1"),
 		"other.test": netip.MustParseAddr("127.0.0.1"), "git.test": netip.MustParseAddr("127.0.0.1"), "api.test": netip.MustParseAddr("127.0.0.1"), "private.test": netip.MustParseAddr("10.1.2.3"),
 		"metadata.test": netip.MustParseAddr("169.254.169.254"), "apt.test": netip.MustParseAddr("127.0.0.1"),
+		"registry.test": netip.MustParseAddr("127.0.0.1"), "files.registry.test": netip.MustParseAddr("127.0.0.1"),
 	}
 	cfg.Egress.AllowCIDRs = []string{"127.0.0.0/8"}
 	if configure != nil {
