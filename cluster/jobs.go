@@ -209,19 +209,6 @@ func (c *Cluster) Enqueue(ctx context.Context, nj NewJob) (Job, error) {
 				return fmt.Errorf("%w: workspace %s", ErrNotFound, nj.Workspace)
 			}
 		}
-		if nj.CallerNode != "" {
-			// A run is claimed by its caller's node only: one drained would
-			// keep it queued for nothing.
-			var draining bool
-			err := tx.QueryRow(ctx, `select draining from airlock.nodes where id = $1`, nj.CallerNode).Scan(&draining)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			if draining {
-				return fmt.Errorf("%w: node %s is drained and starts no new runs; send the run to another node, or undrain this one",
-					api.ErrNodeDraining, nj.CallerNode)
-			}
-		}
 		var ws, caller *string
 		if nj.Workspace != "" {
 			ws = &nj.Workspace
@@ -229,14 +216,21 @@ func (c *Cluster) Enqueue(ctx context.Context, nj NewJob) (Job, error) {
 		if nj.CallerNode != "" {
 			caller = &nj.CallerNode
 		}
+		// A run is claimed by its caller's node only: one that is drained
+		// would keep it queued for nothing, so it is not inserted.
 		job, err = scanJob(tx.QueryRow(ctx, `
 			insert into airlock.jobs (id, tenant, spec, state, workspace, memory, retry, queue_timeout, queue_deadline, caller_node)
-			values ($1, $2, $3, 'queued', $4, $5, $6, $7::bigint * interval '1 microsecond', now() + $7::bigint * interval '1 microsecond', $8)
+			select $1, $2, $3, 'queued', $4, $5, $6, $7::bigint * interval '1 microsecond', now() + $7::bigint * interval '1 microsecond', $8
+			where not exists (select 1 from airlock.nodes where id = $8 and draining)
 			returning `+jobColumns,
 			nj.ID, nj.Tenant, string(nj.Spec), ws, nj.Memory, nj.Retry, nj.QueueTimeout.Microseconds(), caller))
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "23505":
 			return ErrExists
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: node %s is drained and starts no new runs; send the run to another node, or undrain this one",
+				api.ErrNodeDraining, nj.CallerNode)
 		}
 		return err
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster"
 )
 
@@ -104,6 +105,12 @@ func TestDrain(t *testing.T) {
 	if _, err := c.Claim(t.Context(), "a"); !errors.Is(err, cluster.ErrNodeUnavailable) {
 		t.Fatalf("claim on a draining node = %v", err)
 	}
+	// A run is claimed by its caller's node only: through a drained one it
+	// is refused, and nothing is queued; a job may still be queued there.
+	if _, err := c.Enqueue(t.Context(), cluster.NewJob{Tenant: "t", Spec: []byte("{}"), CallerNode: "a"}); !errors.Is(err, api.ErrNodeDraining) {
+		t.Fatalf("enqueue of a run through a draining node = %v", err)
+	}
+	enqueue(t, c, cluster.NewJob{Tenant: "t"})
 	nodes, _ := c.Nodes(t.Context())
 	if !nodes[0].Draining || !nodes[0].Live {
 		t.Fatalf("node = %+v", nodes[0])
