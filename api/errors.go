@@ -122,6 +122,7 @@ var ErrorKinds = []ErrorKind{
 	{Code: "method_not_allowed", Status: http.StatusMethodNotAllowed},
 	{Code: "unsupported_media_type", Status: http.StatusUnsupportedMediaType},
 	{Code: "too_large", Status: http.StatusRequestEntityTooLarge},
+	{Code: "headers_too_large", Status: http.StatusRequestHeaderFieldsTooLarge},
 	{Code: "internal", Status: http.StatusInternalServerError},
 }
 

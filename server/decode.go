@@ -71,6 +71,10 @@ type lengthChecked struct {
 	// on which respond writes the one answer.
 	takeConn bool
 	conn     net.Conn
+	// idle, when set, is how long the body may go without a byte, until the
+	// deadline of its whole transfer (see streamed).
+	idle  time.Duration
+	until time.Time
 }
 
 // surplusWait is how long an upload's connection is watched, at the body's
@@ -125,7 +129,29 @@ func checkLength(w http.ResponseWriter, r *http.Request, limit int64) *lengthChe
 	return &lengthChecked{r: http.MaxBytesReader(w, r.Body, limit), w: w, length: r.ContentLength}
 }
 
+// streamed makes b the body of an upload that may take up to total: the
+// server's read timeout (its ReadTimeout, when it has one) then bounds the
+// wait for each next byte instead of the whole body.
+func (b *lengthChecked) streamed(r *http.Request, total time.Duration) *lengthChecked {
+	b.takeConn = true
+	b.until = time.Now().Add(total)
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+		b.idle = srv.ReadTimeout
+	}
+	return b
+}
+
 func (b *lengthChecked) Read(p []byte) (int, error) {
+	if b.idle > 0 {
+		// An upload lifted the server's read timeout for its whole transfer;
+		// a body that stops arriving is still given up, an idle timeout
+		// after its last byte (and at the transfer's end at the latest).
+		next := time.Now().Add(b.idle)
+		if next.After(b.until) {
+			next = b.until
+		}
+		http.NewResponseController(b.w).SetReadDeadline(next)
+	}
 	n, err := b.r.Read(p)
 	b.n += int64(n)
 	if err == io.EOF && b.takeConn && b.conn == nil && b.fault == nil {
@@ -134,17 +160,24 @@ func (b *lengthChecked) Read(p []byte) (int, error) {
 			return n, b.fault
 		}
 	}
-	if err == nil || err == io.EOF || b.length <= 0 || b.fault != nil {
+	var maxErr *http.MaxBytesError
+	if err == nil || err == io.EOF || b.fault != nil || errors.As(err, &maxErr) {
 		return n, err
 	}
+	// Every other failure to read a body is the client's: a body cut short,
+	// one that stopped arriving, chunked framing that does not parse.
 	var ne net.Error
 	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	case b.length > 0 && errors.Is(err, io.ErrUnexpectedEOF):
 		b.fault = badField("body", "%d of the %d bytes its Content-Length announced arrived before the client closed the connection", b.n, b.length)
-	case errors.As(err, &ne) && ne.Timeout():
+	case b.length > 0 && errors.As(err, &ne) && ne.Timeout():
 		b.fault = badField("body", "%d of the %d bytes its Content-Length announced arrived within the server's read timeout", b.n, b.length)
+	case errors.As(err, &ne) && ne.Timeout():
+		b.fault = badField("body", "stopped arriving: %d bytes came, then none within the server's read timeout", b.n)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		b.fault = badField("body", "cut short: the client closed the connection after %d bytes, before the body's end", b.n)
 	default:
-		return n, err
+		b.fault = badField("body", "could not be read after %d bytes: %v", b.n, err)
 	}
 	// The read timeout passed, and the write deadline with it: the answer
 	// gets a moment of its own.

@@ -176,12 +176,15 @@ func (n *noRedirect) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach Flush and the deadlines.
 func (n *noRedirect) Unwrap() http.ResponseWriter { return n.ResponseWriter }
 
+// maxHeaderBytes bounds a request's line and headers (431 headers_too_large).
+const maxHeaderBytes = 64 << 10
+
 // NewHTTPServer returns an http.Server for h with the given timeouts.
 func NewHTTPServer(addr string, h http.Handler, log *slog.Logger, t Timeouts) *http.Server {
 	return &http.Server{
 		Addr: addr, Handler: h,
 		ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }

@@ -83,8 +83,7 @@ func (a *httpAPI) putFile(w http.ResponseWriter, r *http.Request, tenant string)
 		mode = fs.FileMode(m)
 	}
 	extend(w, transferTime)
-	body := checkLength(w, r, a.uploadLimit())
-	body.takeConn = true
+	body := checkLength(w, r, a.uploadLimit()).streamed(r, transferTime)
 	err := a.svc.PutFile(r.Context(), tenant, r.PathValue("id"), r.PathValue("path"), mode, body, "http", r.RemoteAddr)
 	return a.uploaded(w, r, body, err)
 }
@@ -138,8 +137,7 @@ func (a *httpAPI) removeFile(w http.ResponseWriter, r *http.Request, tenant stri
 // archive, extracted at path (created if missing).
 func (a *httpAPI) putArchive(w http.ResponseWriter, r *http.Request, tenant string) error {
 	extend(w, transferTime)
-	body := checkLength(w, r, a.uploadLimit())
-	body.takeConn = true
+	body := checkLength(w, r, a.uploadLimit()).streamed(r, transferTime)
 	err := a.svc.PutArchive(r.Context(), tenant, r.PathValue("id"), r.PathValue("path"), body, "http", r.RemoteAddr)
 	return a.uploaded(w, r, body, err)
 }

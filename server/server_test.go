@@ -126,6 +126,7 @@ func startHarness(t *testing.T, configure func(*Config), fake *enginefake.Engine
 	// MCP calls longer than them are answered, since those lift them.
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = NewHTTPServer("", Handler(h.svc, streams), log, testTimeouts)
+	ts.Listener = ErrorsAsJSON(ts.Listener)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(cancel)

@@ -54,7 +54,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info("airlock serving", "url", "http://"+ln.Addr().String(), "version", version, "data_dir", ex.DataDir(),
 		"audit_log", cfg.AuditLog, "tenants_with_tokens", len(cfg.Tokens))
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(server.ErrorsAsJSON(ln)) }()
 
 	select {
 	case err := <-served:
