@@ -321,7 +321,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 		}
 	}
 	locked = false
-	e.watch(j, unlock, eg, secrets)
+	e.watch(j, unlock, eg, secrets, false)
 	return j.process(), nil
 }
 
@@ -376,8 +376,7 @@ func (e *Executor) Get(ctx context.Context, id string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	e.adopt(j)
-	return e.result(j)
+	return e.result(e.settle(ctx, j))
 }
 
 // Wait blocks until the job has ended or ctx ends, and returns its Result. When
@@ -487,8 +486,13 @@ func (e *Executor) List(ctx context.Context, opts ListOptions) (ProcessList, err
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	for _, j := range all {
-		if opts.State != "" && j.State != opts.State || !hasLabels(j.Labels, opts.Labels) ||
-			opts.Tenant != "" && j.Tenant != opts.Tenant {
+		if !hasLabels(j.Labels, opts.Labels) || opts.Tenant != "" && j.Tenant != opts.Tenant {
+			continue
+		}
+		if !j.ended() {
+			j = *e.settle(ctx, &j)
+		}
+		if opts.State != "" && j.State != opts.State {
 			continue
 		}
 		list.Total++

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/initproto"
@@ -78,6 +79,10 @@ type watcher struct {
 	secrets runSecrets
 	poke    chan struct{} // a kill order was just recorded
 	done    chan struct{} // closed when the watcher stops
+	// live is closed once the watcher knows the container ran when it began:
+	// at once for a job this process started, after a look at the engine
+	// for one it adopted (which may have stopped while nobody watched).
+	live chan struct{}
 
 	mu     sync.Mutex
 	cur    logCursor
@@ -99,14 +104,20 @@ type watcher struct {
 	}
 }
 
-// watch starts the watcher of j, which holds the job's lock until it stops.
-func (e *Executor) watch(j *job, unlock func(), eg *egressRun, secrets runSecrets) {
-	w := &watcher{e: e, id: j.ID, j: j, poke: make(chan struct{}, 1), done: make(chan struct{}), egress: eg, secrets: secrets}
+// watch starts the watcher of j, which holds the job's lock until it stops,
+// and returns it (nil once the executor is closed). adopted says the job was
+// started by another process, or by this one before a restart.
+func (e *Executor) watch(j *job, unlock func(), eg *egressRun, secrets runSecrets, adopted bool) *watcher {
+	w := &watcher{e: e, id: j.ID, j: j, poke: make(chan struct{}, 1), done: make(chan struct{}), live: make(chan struct{}),
+		egress: eg, secrets: secrets}
+	if !adopted {
+		close(w.live)
+	}
 	e.jobsMu.Lock()
 	if e.closed {
 		e.jobsMu.Unlock()
 		unlock()
-		return
+		return nil
 	}
 	e.watchers[j.ID] = w
 	e.jobsWG.Add(1)
@@ -124,29 +135,62 @@ func (e *Executor) watch(j *job, unlock func(), eg *egressRun, secrets runSecret
 			e.cfg.Logger.Error("background job watcher stopped", "id", j.ID, "err", err)
 		}
 	}()
+	return w
 }
 
-// adopt starts watching j here when it runs and no process watches it.
-func (e *Executor) adopt(j *job) {
+// adopt starts watching j here when it runs and no process watches it, and
+// returns the watcher it started (nil when it started none).
+func (e *Executor) adopt(j *job) *watcher {
 	if j.ended() {
-		return
+		return nil
 	}
 	e.jobsMu.Lock()
 	_, watched := e.watchers[j.ID]
 	e.jobsMu.Unlock()
 	if watched {
-		return
+		return nil
 	}
 	unlock, ok, err := e.store.TryLock(j.ID)
 	if err != nil || !ok {
-		return // watched by another process
+		return nil // watched by another process
 	}
 	fresh, err := e.job(j.ID) // it may have ended while the lock was held elsewhere
 	if err != nil || fresh.ended() {
 		unlock()
-		return
+		return nil
 	}
-	e.watch(fresh, unlock, nil, nil) // a job adopted from another process has no relay: its egress ended with it
+	return e.watch(fresh, unlock, nil, nil, true) // a job adopted from another process has no relay: its egress ended with it
+}
+
+// settleWait bounds how long an answer waits for the end of a job whose
+// container stopped while no process watched it.
+const settleWait = 5 * time.Second
+
+// settle adopts j when no process watches it, and, when this process watches
+// it, waits until its watcher knows the container still ran when it began
+// (settleWait at most): a job whose container stopped while no process
+// watched it (killed from outside, or ended while no airlock process ran) is
+// then recorded as ended before the answer, and `airlock ps` with no server
+// never calls such a job running.
+func (e *Executor) settle(ctx context.Context, j *job) *job {
+	e.adopt(j)
+	e.jobsMu.Lock()
+	w := e.watchers[j.ID]
+	e.jobsMu.Unlock()
+	if w == nil {
+		return j
+	}
+	select {
+	case <-w.live:
+		return j
+	case <-w.done:
+	case <-time.After(settleWait):
+	case <-ctx.Done():
+	}
+	if fresh, err := e.job(j.ID); err == nil {
+		return fresh
+	}
+	return j
 }
 
 // changed yields when the job may have changed: at once when this process
@@ -195,6 +239,13 @@ func (w *watcher) run() error {
 	ctx := e.jobsCtx
 	cid := containerRef(w.j)
 	exited := e.eng.Wait(ctx, cid, false)
+	select {
+	case <-w.live:
+	default:
+		if st, err := e.eng.Inspect(ctx, cid); err == nil && st.Running {
+			close(w.live)
+		}
+	}
 
 	statsCtx, stopStats := context.WithCancel(ctx)
 	var stats sync.WaitGroup
@@ -550,6 +601,7 @@ func (w *watcher) finish(waitErr error) error {
 	var st containerState
 	var reason error
 	var rep *initproto.Report
+	killedOutside := false
 	if waitErr != nil {
 		reason = errors.New("the container is gone: it was removed outside airlock")
 	} else {
@@ -571,6 +623,12 @@ func (w *watcher) finish(waitErr error) error {
 		if rep != nil {
 			applyReport(&st, rep)
 			w.exact(rep)
+		} else if reason == nil && w.j.Marker != "" && w.j.Kill == nil && !st.OOMKilled && st.ExitCode == 128+int(syscall.SIGKILL) {
+			// airlock's init ends every job with a report, and the kernel
+			// lets no signal but SIGKILL from outside end it: a SIGKILL
+			// airlock did not send, the kernel's OOM killer aside, came from
+			// outside (docker kill, docker rm -f, the engine).
+			killedOutside = true
 		}
 	}
 	w.endEgress()
@@ -583,6 +641,10 @@ func (w *watcher) finish(waitErr error) error {
 			return nil
 		}
 		j.end(st, rep != nil && rep.TimedOut)
+		if killedOutside {
+			j.State = StateKilled
+			j.Error = "killed from outside airlock: the sandbox's init got a SIGKILL airlock did not send (docker kill or docker rm -f, say)"
+		}
 		return nil
 	}); err != nil {
 		return err

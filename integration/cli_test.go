@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/docker/docker/api/types/container"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -368,5 +369,57 @@ func TestInitInstalledOrRefused(t *testing.T) {
 	}
 	if r.Stdout != "hi\n" || r.ResourceUsage.MemoryPeakBytes == 0 {
 		t.Fatalf("with the init installed: stdout %q, usage %+v; want the usage measured", r.Stdout, r.ResourceUsage)
+	}
+}
+
+// TestCLIJobKilledFromOutside: a job whose container is killed outside
+// airlock, with no airlock process watching it, is `killed` as soon as anyone
+// looks (not `running` until someone waits, nor `completed` with 137), and the
+// answer says who killed it.
+func TestCLIJobKilledFromOutside(t *testing.T) {
+	t.Parallel()
+	env := []string{"AIRLOCK_DATA=" + t.TempDir()}
+	out, stderr, code := airlockEnv(t, env, "", "start", "--", "sleep 300")
+	id := strings.TrimSpace(out)
+	if code != 0 || len(id) != 24 {
+		t.Fatalf("start: exit %d, stdout %q, stderr %q; want the job id", code, out, stderr)
+	}
+	t.Cleanup(func() {
+		kill := exec.Command(airlockCLI(t), "kill", "--signal", "KILL", id)
+		kill.Env = append(os.Environ(), env...)
+		kill.Run()
+	})
+	cids := managedContainers(t.Context(), id)
+	if len(cids) != 1 {
+		t.Fatalf("containers of %s: %v", id, cids)
+	}
+	cid := strings.Fields(cids[0])[0]
+	if err := docker.ContainerKill(t.Context(), cid, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	waited, errs := docker.ContainerWait(t.Context(), cid, container.WaitConditionNotRunning)
+	select {
+	case <-waited:
+	case err := <-errs:
+		t.Fatal(err)
+	}
+	out, _, _ = airlockEnv(t, env, "", "ps")
+	if strings.Contains(out, id) {
+		t.Errorf("ps lists the job killed from outside as running:\n%s", out)
+	}
+	out, _, _ = airlockEnv(t, env, "", "ps", "--all")
+	if !strings.Contains(out, id) || !strings.Contains(out, "killed") {
+		t.Errorf("ps --all: want the job as killed:\n%s", out)
+	}
+	out, stderr, code = airlockEnv(t, env, "", "wait", "--json", id)
+	var r struct {
+		State, Signal, Error string
+		ExitCode             int `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("wait --json: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	if r.State != "killed" || r.ExitCode != 137 || r.Signal != "SIGKILL" || !strings.Contains(r.Error, "outside airlock") {
+		t.Errorf("wait: %+v; want killed, 137, SIGKILL, and the reason", r)
 	}
 }
