@@ -82,7 +82,10 @@ bench: images ## policy check speed; the egress proxy; run latency and throughpu
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/egress/
 	AIRLOCK_INIT=$(CURDIR)/bin/airlock-init $(GO) run ./integration/bench
 
-run: images ## serve the HTTP API and MCP on 127.0.0.1:8080 (LISTEN=...), default data dir; Ctrl-C stops it
+run: build ## serve the HTTP API and MCP on 127.0.0.1:8080 (LISTEN=...), default data dir, as soon as airlock/minimal is built (airlock/debian is built in the background, its progress logged); Ctrl-C stops it
+	.ci/install-busybox
+	.ci/install-debootstrap
+	$(BIN) images build minimal
 	@echo "airlock: serving on http://$(LISTEN) (API under /v1, MCP on /mcp); from another terminal:"
 	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"command\":\"echo hi; id\"}' http://$(LISTEN)/v1/processes"
 	@echo "  curl -s http://$(LISTEN)/openapi.json"

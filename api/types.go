@@ -188,3 +188,12 @@ type Logs struct {
 	StdoutNext int64 `json:"stdout_next"`
 	StderrNext int64 `json:"stderr_next"`
 }
+
+// ImageBuild is an image airlock is building from its recipe and how far the
+// build has come: the data of a foreground run's "building" event, while the
+// run waits for its image.
+type ImageBuild struct {
+	Image   string `json:"image"`
+	Stage   string `json:"stage"`
+	Percent int    `json:"percent"`
+}

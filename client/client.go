@@ -52,8 +52,9 @@ func New(serverURL, token string) (*Client, error) {
 type RunOption func(*runOptions)
 
 type runOptions struct {
-	opened func(id string)
-	queued func(id string)
+	opened   func(id string)
+	queued   func(id string)
+	building func(api.ImageBuild)
 }
 
 // Opened has Run call opened with the run's id once the server has admitted it,
@@ -69,6 +70,15 @@ func Queued(queued func(id string)) RunOption {
 	return func(o *runOptions) { o.queued = queued }
 }
 
+// Building has Run call building, every few seconds, while the server builds
+// the run's image from its recipe (a server just started builds
+// airlock/debian in the background) and the run waits for it. A run without
+// it, or without output writers, is answered at once that the image is being
+// built.
+func Building(building func(api.ImageBuild)) RunOption {
+	return func(o *runOptions) { o.building = building }
+}
+
 // Run runs spec in the foreground and returns its Result, as api.Run does.
 // When stdout or stderr is set, the output is copied to them as the command
 // writes it (the server streams it as events); either may be nil.
@@ -81,7 +91,7 @@ func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Write
 	if spec.Background {
 		return res, api.NewError("invalid_request", "background", "background: Run runs in the foreground; Start starts a background job")
 	}
-	if stdout == nil && stderr == nil && o.opened == nil && o.queued == nil {
+	if stdout == nil && stderr == nil && o.opened == nil && o.queued == nil && o.building == nil {
 		err := c.call(ctx, "POST", "/v1/processes", nil, spec, &res)
 		return res, err
 	}
@@ -111,6 +121,14 @@ func (c *Client) Run(ctx context.Context, spec api.Spec, stdout, stderr io.Write
 			}
 			if o.queued != nil {
 				o.queued(queued.ID)
+			}
+		case "building":
+			var b api.ImageBuild
+			if err := json.Unmarshal(data, &b); err != nil {
+				return fmt.Errorf("building event: %w", err)
+			}
+			if o.building != nil {
+				o.building(b)
 			}
 		case "stdout", "stderr":
 			var chunk api.LogChunk // base64 data decodes into its []byte

@@ -34,7 +34,11 @@ type Executor struct {
 	mu   sync.Mutex
 	info engineInfo
 
-	buildMu sync.Mutex // one image build at a time; others wait for its outcome
+	buildMu sync.Mutex            // one image build at a time; others wait for its outcome
+	builds  map[string]ImageBuild // the build under way, by image ref (under mu)
+	// buildPatience (a constant's; shorter in unit tests) is how long a run
+	// waits for a background build it did not ask to wait for.
+	buildPatience time.Duration
 
 	initMu  sync.Mutex
 	initVol string // the volume holding Config.InitPath, once made
@@ -83,7 +87,7 @@ func WithEngine(eng engine.Engine) Option {
 // changes nothing on the engine: a process that answers for background jobs
 // calls Reconcile next.
 func New(opts ...Option) (*Executor, error) {
-	e := &Executor{cfg: DefaultConfig(), watchers: map[string]*watcher{}, feeds: map[*attachment]bool{}, oomWait: oomEventWait}
+	e := &Executor{cfg: DefaultConfig(), watchers: map[string]*watcher{}, builds: map[string]ImageBuild{}, feeds: map[*attachment]bool{}, oomWait: oomEventWait, buildPatience: buildPatience}
 	e.jobsCtx, e.stopJobs = context.WithCancel(context.Background())
 	for _, opt := range opts {
 		if err := opt(e); err != nil {
@@ -203,6 +207,11 @@ func (e *Executor) image(ctx context.Context, ref string) (Image, error) {
 	if found {
 		return img, nil
 	}
+	if b, ok := e.Building(ref); ok {
+		if err := e.awaitBuild(ctx, b); err != nil {
+			return Image{}, err
+		}
+	}
 	e.buildMu.Lock()
 	defer e.buildMu.Unlock()
 	if img, found, err = e.eng.InspectImage(ctx, ref); err != nil || found { // built meanwhile?
@@ -212,7 +221,7 @@ func (e *Executor) image(ctx context.Context, ref string) (Image, error) {
 		return img, nil
 	}
 	if r, ok := images.Lookup(ref); ok {
-		if err := e.build(ctx, r, io.Discard); err != nil {
+		if err := e.build(ctx, r, io.Discard, false); err != nil {
 			return Image{}, err
 		}
 	} else {
@@ -240,6 +249,23 @@ func (e *Executor) image(ctx context.Context, ref string) (Image, error) {
 // and without the build cache, writing the engine's build output to progress. An
 // image already built from the very same build context is left as it is.
 func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ...string) error {
+	return e.buildImages(ctx, progress, false, names...)
+}
+
+// BuildImagesInBackground builds, as BuildImages does, every recipe whose
+// image is missing or out of date, and returns at once; the channel gets the
+// outcome. Meanwhile a run whose image is still missing is told so at once,
+// or waits for it under WaitForImageBuilds; one whose image is there (an older
+// build, say) runs on it. A server calls it at its start, so that it serves
+// while airlock/debian, minutes of debootstrap, is made.
+// Names, when given, limit it to those recipes.
+func (e *Executor) BuildImagesInBackground(ctx context.Context, names ...string) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- e.buildImages(ctx, io.Discard, true, names...) }()
+	return done
+}
+
+func (e *Executor) buildImages(ctx context.Context, progress io.Writer, background bool, names ...string) error {
 	todo := images.All()
 	if len(names) > 0 {
 		todo = todo[:0:0]
@@ -254,7 +280,7 @@ func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ..
 	e.buildMu.Lock()
 	defer e.buildMu.Unlock()
 	for _, r := range todo {
-		if err := e.build(ctx, r, progress); err != nil {
+		if err := e.build(ctx, r, progress, background); err != nil {
 			return err
 		}
 	}
@@ -263,7 +289,7 @@ func (e *Executor) BuildImages(ctx context.Context, progress io.Writer, names ..
 
 // build builds r unless the engine holds an image of the same build context, and
 // removes the image it replaces, so that rebuilds leave no dangling images.
-func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Writer) error {
+func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Writer, background bool) error {
 	digest, err := r.Key()
 	if err != nil {
 		return fmt.Errorf("build image %q: %w", r.Ref, err)
@@ -281,12 +307,17 @@ func (e *Executor) build(ctx context.Context, r images.Recipe, progress io.Write
 		why = "image recipe changed, rebuilding it"
 	}
 	e.cfg.Logger.Info(why, "image", r.Ref, "recipe", digest[:19])
-	bc, err := r.Context()
+	if background { // runs that need it are told, or wait with news of it
+		e.buildingProgress(r.Ref, images.Progress{Stage: "starting"})
+		defer e.buildDone(r.Ref)
+	}
+	bc, err := r.ContextWithProgress(func(p images.Progress) { e.buildingProgress(r.Ref, p) })
 	if err != nil {
 		return fmt.Errorf("build image %q: %w", r.Ref, err)
 	}
 	labels := map[string]string{images.Label: r.Name, images.DigestLabel: digest}
-	if err := e.eng.BuildImage(ctx, r.Ref, bytes.NewReader(bc), labels, progress); err != nil {
+	e.buildingProgress(r.Ref, images.Progress{Stage: "engine: importing the root filesystem", Percent: images.ContextPercent})
+	if err := e.eng.BuildImage(ctx, r.Ref, bytes.NewReader(bc), labels, &buildSteps{e: e, ref: r.Ref, out: progress}); err != nil {
 		return e.engineErr(fmt.Sprintf("build image %q", r.Ref), err)
 	}
 	e.cfg.Logger.Info("image built", "image", r.Ref)

@@ -2,9 +2,11 @@ package images
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -61,7 +63,11 @@ func debianKey() (string, error) {
 
 // debianContext debootstraps the root filesystem into a temporary directory
 // and returns the build context: the Dockerfile and rootfs.tar.
-func debianContext() ([]byte, error) {
+func debianContext(report func(Progress)) ([]byte, error) {
+	if report == nil {
+		report = func(Progress) {}
+	}
+	var meter debianMeter
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		return nil, fmt.Errorf("%s needs debootstrap on this host (sudo apt-get install debootstrap), "+
 			"run as root: `sudo airlock images build debian`", Debian.Ref)
@@ -80,17 +86,19 @@ func debianContext() ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "rootfs")
+	report(Progress{Stage: "debootstrap: resolving packages", Percent: 0})
 	cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+strings.Join(pkgs, ","), debianSuite, root, DebianMirror())
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := runMetered(cmd, func(line string) { meter.line(line, report) }); err != nil {
 		return nil, fmt.Errorf("debootstrap %s: %v\n%s", debianSuite, err, lastLines(out, 20))
 	}
 	for _, args := range [][]string{{"update", "-q"}, append([]string{"install", "-y", "-q", "--no-install-recommends"}, later...)} {
 		cmd := exec.Command("chroot", append([]string{root, "apt-get"}, args...)...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := runMetered(cmd, func(line string) { meter.line(line, report) }); err != nil {
 			return nil, fmt.Errorf("apt-get %s in the debian root filesystem: %v\n%s", args[0], err, lastLines(out, 20))
 		}
 	}
+	report(Progress{Stage: "packing the root filesystem", Percent: packPercent})
 	// What a run needs and nothing it does not: no package caches, and the
 	// same writable places as airlock/minimal.
 	for _, p := range []string{"var/cache/apt/archives", "var/lib/apt/lists", "var/log",
@@ -117,6 +125,7 @@ func debianContext() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	report(Progress{Stage: "root filesystem packed", Percent: ContextPercent})
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := writeFile(tw, "Dockerfile", df, 0o644); err != nil {
@@ -134,4 +143,71 @@ func debianContext() ([]byte, error) {
 func lastLines(b []byte, n int) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// The shares of airlock/debian's build, from its usual timings here:
+// debootstrap fetches (up to debootstrapFetched) and installs the base (up to
+// aptStart); apt adds Node.js and npm (up to packPercent); the root
+// filesystem is packed (up to ContextPercent); the engine imports it.
+const (
+	debootstrapFetched = 25
+	aptStart           = 50
+	packPercent        = 80
+	// ContextPercent is where a build context is made and the engine's build
+	// of it begins.
+	ContextPercent = 85
+	// debianBasePackages is about how many packages debootstrap fetches for
+	// the recipe: it says the number only once it has them all.
+	debianBasePackages = 140
+)
+
+// debianMeter turns the lines debootstrap and apt print into Progress.
+type debianMeter struct {
+	fetched, installed, aptTotal, aptDone int
+	last                                  Progress
+}
+
+func (m *debianMeter) line(line string, report func(Progress)) {
+	p := m.last
+	switch {
+	case strings.HasPrefix(line, "I: Retrieving "):
+		m.fetched++
+		p = Progress{"debootstrap: fetching packages", min(m.fetched*debootstrapFetched/debianBasePackages, debootstrapFetched-1)}
+	case strings.HasPrefix(line, "I: Extracting "), strings.HasPrefix(line, "I: Unpacking "), strings.HasPrefix(line, "I: Configuring "):
+		m.installed++
+		total := 2 * max(m.fetched, 1) // each package is unpacked, then configured (extracting is a share of the first)
+		p = Progress{"debootstrap: installing the base system", debootstrapFetched + min(m.installed*(aptStart-debootstrapFetched)/total, aptStart-debootstrapFetched-1)}
+	case strings.Contains(line, " newly installed, "):
+		fmt.Sscanf(line[strings.LastIndex(line[:strings.Index(line, " newly installed")], " ")+1:], "%d", &m.aptTotal)
+		p = Progress{"apt: installing Node.js and npm", aptStart}
+	case strings.HasPrefix(line, "Get:") && m.aptTotal > 0, strings.HasPrefix(line, "Setting up ") && m.aptTotal > 0:
+		m.aptDone++
+		p = Progress{"apt: installing Node.js and npm", aptStart + min(m.aptDone*(packPercent-aptStart)/(2*m.aptTotal), packPercent-aptStart-1)}
+	}
+	if p != m.last {
+		m.last = p
+		report(p)
+	}
+}
+
+// runMetered runs cmd, handing each line of its output to line as it comes,
+// and returns the whole output.
+func runMetered(cmd *exec.Cmd, line func(string)) ([]byte, error) {
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(io.TeeReader(pr, &out))
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line(sc.Text())
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	return out.Bytes(), err
 }

@@ -85,14 +85,27 @@ func (r Recipe) Key() (string, error) {
 	return "", fmt.Errorf("image recipe %q: unknown", r.Name)
 }
 
+// Progress is how far the making of an image's build context has come: a
+// stage a person can read, and the share of the whole build (0 to 100) that
+// is done, estimated from the stages' usual lengths.
+type Progress struct {
+	Stage   string `json:"stage"`
+	Percent int    `json:"percent"`
+}
+
 // Context returns the recipe's build context as a tar archive, made with no
 // registry: airlock/minimal's from the host's static busybox (without one it
 // fails, saying how to get one), airlock/debian's with debootstrap.
-func (r Recipe) Context() ([]byte, error) {
+func (r Recipe) Context() ([]byte, error) { return r.ContextWithProgress(nil) }
+
+// ContextWithProgress is Context, telling report (when not nil) of its
+// progress as it goes: airlock/debian's takes minutes. The context reaches at
+// most ContextPercent; the engine's build of it is the rest.
+func (r Recipe) ContextWithProgress(report func(Progress)) ([]byte, error) {
 	switch r.Name {
 	case Minimal.Name:
 	case Debian.Name:
-		return debianContext()
+		return debianContext(report)
 	default:
 		return nil, fmt.Errorf("image recipe %q: unknown", r.Name)
 	}

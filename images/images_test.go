@@ -3,6 +3,7 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -112,5 +113,46 @@ func TestNoBusyboxSaysWhatToInstall(t *testing.T) {
 	_, err := Minimal.Context()
 	if err == nil || !strings.Contains(err.Error(), "apt-get install busybox-static") || !strings.Contains(err.Error(), "make images") {
 		t.Fatalf("Context() error = %v", err)
+	}
+}
+
+// The meter reads debootstrap's and apt's lines as a share of the build that
+// only grows, and never claims the context is made before it is.
+func TestDebianMeter(t *testing.T) {
+	var m debianMeter
+	var seen []Progress
+	report := func(p Progress) { seen = append(seen, p) }
+	var lines []string
+	for i := range 150 {
+		lines = append(lines, fmt.Sprintf("I: Retrieving pkg%d 1.0", i), fmt.Sprintf("I: Validating pkg%d 1.0", i))
+	}
+	for i := range 150 {
+		lines = append(lines, fmt.Sprintf("I: Unpacking pkg%d...", i))
+	}
+	for i := range 150 {
+		lines = append(lines, fmt.Sprintf("I: Configuring pkg%d...", i))
+	}
+	lines = append(lines, "Get:1 http://deb.debian.org/debian bookworm InRelease", "0 upgraded, 40 newly installed, 0 to remove and 0 not upgraded.")
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf("Get:%d http://deb.debian.org/debian bookworm/main amd64 p%d", i+2, i))
+	}
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf("Setting up p%d (1.0) ...", i))
+	}
+	for _, l := range lines {
+		m.line(l, report)
+	}
+	last := -1
+	for _, p := range seen {
+		if p.Percent < last || p.Percent >= packPercent {
+			t.Fatalf("progress went %d -> %d (%s)", last, p.Percent, p.Stage)
+		}
+		last = p.Percent
+	}
+	if last < packPercent-2 || !strings.HasPrefix(seen[len(seen)-1].Stage, "apt") {
+		t.Errorf("last progress %+v; want apt near %d%%", seen[len(seen)-1], packPercent)
+	}
+	if len(seen) < 20 {
+		t.Errorf("%d reports; want steps along the way", len(seen))
 	}
 }

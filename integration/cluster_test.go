@@ -157,6 +157,11 @@ func startNode(t *testing.T, eng *testEngine, dbURL, id string, extra ...string)
 	args := []string{"serve", "--listen", addr, "--data", s.data,
 		"--database", dbURL, "--node-id", id, "--lease", "2",
 		"--pool", "airlock/minimal=0", "--max-concurrent", "64"}
+	if eng != nil {
+		// A test engine holds only airlock/minimal: no debootstrap of
+		// airlock/debian at each node's start.
+		args = append(args, "--skip-image-builds")
+	}
 	s.cmd = exec.Command(airlockCLI(t), append(args, extra...)...)
 	s.cmd.Env = os.Environ()
 	if eng != nil {

@@ -84,6 +84,11 @@ type Config struct {
 	// KillJobsOnShutdown kills background jobs when the server stops; by default
 	// they go on running, for the next server on the data dir to adopt.
 	KillJobsOnShutdown bool `json:"kill_jobs_on_shutdown"`
+	// SkipImageBuilds keeps the server from building, in the background at
+	// its start, the sandbox images whose recipe is missing from the engine
+	// or changed (airlock/debian takes minutes); they are then built when a
+	// run first asks for them, or by `airlock images build`.
+	SkipImageBuilds bool `json:"skip_image_builds,omitempty"`
 	// Cluster, when its Database is set, makes the server a node of a cluster
 	// coordinated through PostgreSQL (docs/cluster.md).
 	Cluster ClusterConfig `json:"cluster,omitzero"`
@@ -323,6 +328,9 @@ var settings = []setting{
 	}},
 	{"kill-jobs-on-shutdown", "kill background jobs when the server stops", func(c *Config, v string) error {
 		return parseBool(v, &c.KillJobsOnShutdown)
+	}},
+	{"skip-image-builds", "do not build missing or changed sandbox images in the background at start (they are built when a run first asks for one)", func(c *Config, v string) error {
+		return parseBool(v, &c.SkipImageBuilds)
 	}},
 	{"database", "cluster mode: the PostgreSQL URL, postgres://user:password@host/db; the server becomes a node of the cluster it coordinates (default: none, one process)", func(c *Config, v string) error {
 		if err := checkDatabaseURL(v); err != nil {

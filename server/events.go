@@ -221,7 +221,9 @@ func cutRune(b []byte) int {
 // runEvents answers a foreground run as Server-Sent Events, for a client that
 // asked for them (Accept: text/event-stream): "queued" with the run's id if it
 // has to wait for room (a refusal for the wait is then an "error" event),
-// "open" with the run's id once it is admitted (keep-alives follow, so a silent run holds its connection), then
+// "open" with the run's id once it is admitted (keep-alives follow, so a silent run holds its connection),
+// "building" {image, stage, percent} every few seconds while the server
+// builds the run's image from its recipe (at its start), then
 // "stdout" and "stderr" chunks {offset, data} as the command writes them, then
 // "result" with the whole Result. Refusals before the start (a bad field, 429)
 // are ordinary error responses, and a policy refusal is a lone "result"; an
@@ -238,7 +240,15 @@ func (a *httpAPI) runEvents(w http.ResponseWriter, r *http.Request, tenant strin
 	queued := func(id string) { es.send("queued", map[string]any{"id": id}) }
 	stdout := &streamWriter{es: es, stream: "stdout", chunks: newChunker(enc, encoding)}
 	stderr := &streamWriter{es: es, stream: "stderr", chunks: newChunker(enc, encoding)}
-	res, err := a.svc.Run(r.Context(), tenant, spec, "http", r.RemoteAddr, RunFollower{Admitted: admitted, Queued: queued, Begin: begin, Stdout: stdout, Stderr: stderr})
+	// A run whose image the server is still building waits for it, hearing
+	// how far it has come; the run's own lifetime starts again after it.
+	asAdmitted := spec
+	lifetime := func(s executor.Spec) { asAdmitted = s; admitted(s) }
+	ctx := executor.WaitForImageBuilds(r.Context(), func(b executor.ImageBuild) {
+		admitted(asAdmitted)
+		es.send("building", b)
+	})
+	res, err := a.svc.Run(ctx, tenant, spec, "http", r.RemoteAddr, RunFollower{Admitted: lifetime, Queued: queued, Begin: begin, Stdout: stdout, Stderr: stderr})
 	switch {
 	case err == nil:
 		stdout.flush()

@@ -256,3 +256,53 @@ func TestRunEventsSayQueued(t *testing.T) {
 		t.Fatalf("the first run: %d", s)
 	}
 }
+
+// TestRunEventsWaitForTheImageBuild: while the server builds a run's image in
+// the background (at its start), a run streamed as events hears "building"
+// with the image, stage and percentage, and runs once the image is built; the
+// write deadline does not cut it short meanwhile.
+func TestRunEventsWaitForTheImageBuild(t *testing.T) {
+	f := enginefake.New()
+	f.ImageMissing = true
+	f.BuildGate = make(chan struct{})
+	f.Stdout = "ok\n"
+	h := newFakeHarness(t, f, nil)
+	built := h.ex.BuildImagesInBackground(t.Context(), "minimal")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, ok := h.ex.Building("airlock/minimal"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no build under way")
+		}
+	}
+	time.AfterFunc(3*testTimeouts.Write, func() { close(f.BuildGate) })
+	data, _ := json.Marshal(map[string]any{"command": "true"})
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes", bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+tokA)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := readEvents(t, resp.Body)
+	var names []string
+	for _, ev := range events {
+		names = append(names, ev.name)
+	}
+	if len(events) < 3 || events[0].name != "open" || events[1].name != "building" || events[len(events)-1].name != "result" {
+		t.Fatalf("events %v; want open, building..., result", names)
+	}
+	b := decode[api.ImageBuild](t, []byte(events[1].data))
+	if b.Image != "airlock/minimal" || b.Stage == "" || b.Percent < 0 || b.Percent > 100 {
+		t.Errorf("building %s", events[1].data)
+	}
+	if r := decode[api.Result](t, []byte(events[len(events)-1].data)); r.State != api.StateCompleted {
+		t.Errorf("result %s", events[len(events)-1].data)
+	}
+	if err := <-built; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -100,7 +102,14 @@ type remote struct{ *client.Client }
 func (remote) Close() error { return nil }
 
 func (r remote) Run(ctx context.Context, spec executor.Spec, stdout, stderr io.Writer) (executor.Result, error) {
-	return r.Client.Run(ctx, spec, stdout, stderr)
+	last := ""
+	building := client.Building(func(b api.ImageBuild) {
+		if line := fmt.Sprintf("airlock: the server is building %s (%s, %d%%); the run starts once it is built\n", b.Image, b.Stage, b.Percent); line != last {
+			last = line
+			os.Stderr.WriteString(line)
+		}
+	})
+	return r.Client.Run(ctx, spec, stdout, stderr, building)
 }
 
 // serverFlag adds --server to a job command's flags.

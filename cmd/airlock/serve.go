@@ -55,6 +55,16 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"audit_log", cfg.AuditLog, "tenants_with_tokens", len(cfg.Tokens))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(server.ErrorsAsJSON(ln)) }()
+	if !cfg.SkipImageBuilds {
+		// The server answers meanwhile: a run whose image is still missing
+		// waits for it with "building" events, or is told so.
+		built := ex.BuildImagesInBackground(ctx)
+		go func() {
+			if err := <-built; err != nil && ctx.Err() == nil {
+				log.Warn("building the sandbox images in the background failed; a run that needs one builds it then, or run `airlock images build`", "err", err)
+			}
+		}()
+	}
 
 	select {
 	case err := <-served:

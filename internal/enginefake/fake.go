@@ -59,6 +59,8 @@ type Engine struct {
 	RunFor    time.Duration
 	Hang      bool
 	Ignore    map[string]bool
+	// BuildGate, when set, holds every image build until it is closed.
+	BuildGate chan struct{}
 
 	// sample is given to stats' callback once, if set.
 	Sample *engine.UsageSample
@@ -194,6 +196,15 @@ func (f *Engine) BuildImage(ctx context.Context, tag string, buildContext io.Rea
 	f.record("buildImage", tag)
 	if _, err := io.Copy(io.Discard, buildContext); err != nil {
 		return fmt.Errorf("fake: read build context: %w", err)
+	}
+	if f.BuildGate != nil {
+		fmt.Fprintln(progress, "Step 1/2 : FROM scratch")
+		select {
+		case <-f.BuildGate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		fmt.Fprintln(progress, "Step 2/2 : ADD rootfs.tar /")
 	}
 	f.made(f.BuildErr)
 	return f.BuildErr
