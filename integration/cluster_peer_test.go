@@ -114,14 +114,14 @@ func TestClusterRunsWaitTheirTurn(t *testing.T) {
 	}
 }
 
-// TestClusterRunWaitsLongInTheQueue: a foreground run that waits 90 s in the
-// cluster's queue (longer than the minute past its timeout an HTTP answer
-// once had) still gets its Result, and its stream says it is queued while it
+// TestClusterRunWaitsLongInTheQueue: a foreground run that waits 30 s in the
+// cluster's queue (twice its timeout and the grace past it that its HTTP
+// answer once had, the node's write timeout of 5 s) still gets its Result, and its stream says it is queued while it
 // waits. A background start into the full node is answered at once, queued,
 // with its id, and runs once room frees.
 func TestClusterRunWaitsLongInTheQueue(t *testing.T) {
 	t.Parallel() // it mostly waits
-	nodes := startCluster(t, 1, 1)
+	nodes := startCluster(t, 1, 1, "--write-timeout", "5")
 	a := nodes[0]
 	ctx := t.Context()
 	p, err := a.c.Start(ctx, api.Spec{Command: "sleep 300", QueueTimeout: 30})
@@ -138,7 +138,7 @@ func TestClusterRunWaitsLongInTheQueue(t *testing.T) {
 	got := make(chan answer, 1)
 	t0 := time.Now()
 	go func() {
-		res, err := a.c.Run(ctx, api.Spec{Command: "echo waited", Timeout: 10, QueueTimeout: 150}, io.Discard, nil,
+		res, err := a.c.Run(ctx, api.Spec{Command: "echo waited", Timeout: 10, QueueTimeout: 90}, io.Discard, nil,
 			client.Queued(func(id string) { queued <- id }))
 		got <- answer{res, err}
 	}()
@@ -156,7 +156,7 @@ func TestClusterRunWaitsLongInTheQueue(t *testing.T) {
 		t.Fatalf("a start into the full node, answered after %s: %+v, %v; want it queued, with its id, at once", d, q, err)
 	}
 
-	time.Sleep(90*time.Second - since(t0))
+	time.Sleep(30*time.Second - since(t0))
 	select {
 	case ans := <-got:
 		t.Fatalf("the run answered before its place freed: %+v, %v", ans.res, ans.err)

@@ -89,6 +89,10 @@ type Config struct {
 	// or changed (airlock/debian takes minutes); they are then built when a
 	// run first asks for them, or by `airlock images build`.
 	SkipImageBuilds bool `json:"skip_image_builds,omitempty"`
+	// WriteTimeout (seconds; default 60) bounds how long a plain answer may
+	// take to be written, and is the grace a run's answer gets past the run's
+	// own time (docs/server.md, "Slow clients").
+	WriteTimeout float64 `json:"write_timeout,omitempty"`
 	// Cluster, when its Database is set, makes the server a node of a cluster
 	// coordinated through PostgreSQL (docs/cluster.md).
 	Cluster ClusterConfig `json:"cluster,omitzero"`
@@ -328,6 +332,9 @@ var settings = []setting{
 	}},
 	{"kill-jobs-on-shutdown", "kill background jobs when the server stops", func(c *Config, v string) error {
 		return parseBool(v, &c.KillJobsOnShutdown)
+	}},
+	{"write-timeout", "longest a plain answer may take to be written, and the grace of a run's answer past its own time: 60s, or seconds", func(c *Config, v string) error {
+		return parseSeconds(v, &c.WriteTimeout)
 	}},
 	{"skip-image-builds", "do not build missing or changed sandbox images in the background at start (they are built when a run first asks for one)", func(c *Config, v string) error {
 		return parseBool(v, &c.SkipImageBuilds)

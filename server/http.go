@@ -28,8 +28,6 @@ type Timeouts struct {
 var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 60 * time.Second, Write: 60 * time.Second, Idle: 2 * time.Minute}
 
 const (
-	// streamSlack is added to a run's own timeout for its response to be written.
-	streamSlack = time.Minute
 	// heartbeat keeps an idle event stream alive through proxies.
 	heartbeat = 15 * time.Second
 )
@@ -277,6 +275,16 @@ func longRequest(next http.Handler) http.Handler {
 		rc.SetWriteDeadline(time.Time{})
 		next.ServeHTTP(w, r)
 	})
+}
+
+// slack is added to a run's own time (and a wait's) for its answer to be
+// written: the server's write timeout, which plain answers get whole (a minute
+// when the server has none).
+func slack(r *http.Request) time.Duration {
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.WriteTimeout > 0 {
+		return srv.WriteTimeout
+	}
+	return time.Minute
 }
 
 // extend gives the response of the current request until d from now, and stops

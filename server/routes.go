@@ -30,7 +30,7 @@ func (a *httpAPI) run(w http.ResponseWriter, r *http.Request, tenant string) err
 		return err
 	}
 	if spec.Background {
-		extend(w, streamSlack) // a start may wait on the engine, or build the image first
+		extend(w, slack(r)) // a start may wait on the engine, or build the image first
 		p, err := a.svc.Start(r.Context(), tenant, spec, "http", r.RemoteAddr)
 		if err != nil {
 			return err
@@ -47,7 +47,7 @@ func (a *httpAPI) run(w http.ResponseWriter, r *http.Request, tenant string) err
 	// and the grace to write it; as asked, then as admitted.
 	lifetime := func(s executor.Spec) {
 		extend(w, cmp.Or(s.QueueTimeout.Duration(), api.DefaultQueueTimeout)+
-			cmp.Or(s.Timeout.Duration(), a.svc.ex.Config().Defaults.Timeout)+streamSlack)
+			cmp.Or(s.Timeout.Duration(), a.svc.ex.Config().Defaults.Timeout)+slack(r))
 	}
 	lifetime(spec)
 	if wantsEvents(r) {
@@ -134,7 +134,7 @@ func (a *httpAPI) wait(w http.ResponseWriter, r *http.Request, tenant string) er
 	if err != nil {
 		return err
 	}
-	extend(w, d+streamSlack)
+	extend(w, d+slack(r))
 	ctx, cancel := mergeCancel(r.Context(), a.streams)
 	defer cancel()
 	res, err := a.svc.Wait(ctx, tenant, r.PathValue("id"), d)

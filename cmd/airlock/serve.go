@@ -45,7 +45,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
-	srv := server.NewHTTPServer(cfg.Listen, server.Handler(svc, streams), log, server.DefaultTimeouts)
+	timeouts := server.DefaultTimeouts
+	if cfg.WriteTimeout > 0 {
+		timeouts.Write = time.Duration(cfg.WriteTimeout * float64(time.Second))
+	}
+	srv := server.NewHTTPServer(cfg.Listen, server.Handler(svc, streams), log, timeouts)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		svc.Close(context.Background(), false)
