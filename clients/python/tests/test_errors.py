@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import unittest
@@ -86,6 +87,28 @@ class ErrorsTest(ServerTest):
             with open(os.path.join(src, "big"), "wb") as f:
                 f.write(b"y" * (3 << 20))
             self.assertRaisesCode(airlock.WorkspaceFull, "workspace_full", lambda: ws.upload(src))
+
+    def test_workspace_lost(self) -> None:
+        # The holder of a workspace's files stopped, as an engine restart
+        # stops it: its files are gone, 410 workspace_lost.
+        ws = self.c.workspace(size="1m")
+        self.addCleanup(self._delete_quietly, ws)
+        ws.put("a.txt", "a\n")
+        subprocess.run(["docker", "stop", "-t", "0", "airlock-%s-holder" % ws.id], check=True, capture_output=True,
+                       timeout=60)
+        e = self.assertRaisesCode(airlock.WorkspaceLost, "workspace_lost", lambda: ws.put("b.txt", "b\n"))
+        self.assertEqual(e.status, 410)
+        self.assertIn(ws.id, e.message)
+        self.assertRaisesCode(airlock.WorkspaceLost, "workspace_lost", lambda: ws.read("a.txt"))
+        self.assertTrue(ws.refresh().lost)
+        ws.delete()
+
+    @staticmethod
+    def _delete_quietly(ws: airlock.Workspace) -> None:
+        try:
+            ws.delete()
+        except airlock.NotFound:
+            pass
 
     def test_busy_error(self) -> None:
         # gamma may have one run active at a time.
