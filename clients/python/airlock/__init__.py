@@ -15,7 +15,8 @@ client's deadlines, typed by the API's error codes (see airlock.errors).
 
 from .client import Client, Job, JobList, parse_size
 from .errors import (AirlockError, AuthError, BusyError, CommandFailed, Conflict, ConnectionFailed, NotFound,
-                     ProtocolError, QueueTimeout, RefusedPath, ServerError, SpecError, Timeout, WorkspaceFull)
+                     ProtocolError, QueueTimeout, RefusedPath, ServerError, SpecError, Timeout, WorkspaceFull,
+                     WorkspaceLost)
 from .types import (Chunk, Decision, FileInfo, FileList, InvalidReport, KillResult, LogsEnd, Process,
                     ResourceUsage, Result, SecretInfo, TestFailure, TestReport, WorkspaceInfo, EgressEntry)
 from .workspace import Workspace
@@ -26,6 +27,6 @@ __all__ = [
     "Client", "Job", "JobList", "Workspace", "parse_size",
     "Result", "EgressEntry", "ResourceUsage", "TestReport", "TestFailure", "InvalidReport", "Process", "KillResult",
     "Decision", "Chunk", "LogsEnd", "WorkspaceInfo", "FileInfo", "FileList", "SecretInfo",
-    "AirlockError", "SpecError", "RefusedPath", "AuthError", "NotFound", "Conflict", "WorkspaceFull",
+    "AirlockError", "SpecError", "RefusedPath", "AuthError", "NotFound", "Conflict", "WorkspaceFull", "WorkspaceLost",
     "BusyError", "QueueTimeout", "ServerError", "Timeout", "ConnectionFailed", "ProtocolError", "CommandFailed",
 ]

@@ -2,8 +2,10 @@
 
 Every call has a deadline (a time.monotonic() instant): connecting takes at
 most connect_timeout of it, and every later read and write of the socket is
-bounded by what is left of it, so a server that accepts and never answers, or
-answers a byte a minute, fails the call at its deadline. A connection per call
+bounded by what is left of it, each one armed afresh (_DeadlineSocket), so a
+server that accepts and never answers, or trickles a byte a second into its
+headers or body, fails the call at its deadline, not a socket timeout per byte
+later. A connection per call
 keeps the client safe to share between threads and leaves nothing half-read
 behind a call that failed.
 """
@@ -11,6 +13,7 @@ behind a call that failed.
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import socket
 import ssl
@@ -32,43 +35,131 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
     return deadline - time.monotonic()
 
 
+class _DeadlineSocket:
+    """_DeadlineSocket is a connection's socket whose every receive and send is
+    bounded by what is left of the call's deadline (and by idle, when set), so
+    no number of small reads can outlast it. http.client reads through
+    makefile(), which reads through recv_into here."""
+
+    def __init__(self, sock: socket.socket, deadline: Optional[float]):
+        self._sock = sock
+        self.deadline = deadline
+        self.idle: Optional[float] = None
+        # As socket.socket does: a reader from makefile keeps the socket open
+        # past close() (http.client closes the connection's hold on it when
+        # an answer is read to the close, and the answer reads on).
+        self._io_refs = 0
+        self._closed = False
+
+    def _arm(self) -> None:
+        t = _remaining(self.deadline)
+        if t is not None and t <= 0:
+            raise socket.timeout("the deadline passed")
+        if self.idle is not None:
+            t = self.idle if t is None else min(t, self.idle)
+        self._sock.settimeout(t)
+
+    def recv_into(self, b: Any, n: int = 0, flags: int = 0) -> int:
+        self._arm()
+        return self._sock.recv_into(b, n, flags)
+
+    def recv(self, n: int, flags: int = 0) -> bytes:
+        self._arm()
+        return self._sock.recv(n, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._arm()  # sendall's timeout bounds the whole of it (Python 3.5 on)
+        self._sock.sendall(data, flags)
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        self._arm()
+        return self._sock.send(data, flags)
+
+    def makefile(self, mode: str = "rb", buffering: Optional[int] = None, **kw: Any) -> Any:
+        if mode != "rb":
+            raise ValueError("only binary reads are supported")
+        self._io_refs += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"), io.DEFAULT_BUFFER_SIZE)  # type: ignore[arg-type]
+
+    def _decref_socketios(self) -> None:
+        self._io_refs -= 1
+        if self._closed and self._io_refs <= 0:
+            self._sock.close()
+
+    def settimeout(self, t: Optional[float]) -> None:
+        pass  # the deadline decides; http.client's own timeouts are not used
+
+    def gettimeout(self) -> Optional[float]:
+        return _remaining(self.deadline)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._io_refs <= 0:
+            self._sock.close()
+
+    def shutdown(self, how: int) -> None:
+        self._sock.shutdown(how)
+
+    def setsockopt(self, *a: Any) -> None:
+        self._sock.setsockopt(*a)
+
+
+class _Connection(http.client.HTTPConnection):
+    """_Connection is an HTTP connection whose socket keeps the call's deadline."""
+
+    deadline: Optional[float] = None
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, self.deadline)  # type: ignore[assignment]
+
+
+class _TLSConnection(http.client.HTTPSConnection):
+    """_TLSConnection is _Connection over TLS: the deadline wraps the TLS socket."""
+
+    deadline: Optional[float] = None
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, self.deadline)  # type: ignore[assignment]
+
+
 class Response:
     """Response is a successful answer whose body is read within the call's
     deadline; close it when done (the helpers do)."""
 
-    def __init__(self, conn: http.client.HTTPConnection, sock: socket.socket, resp: http.client.HTTPResponse,
-                 deadline: Optional[float], what: str):
+    def __init__(self, conn: http.client.HTTPConnection, sock: _DeadlineSocket, resp: http.client.HTTPResponse,
+                 what: str):
         self._conn = conn
         # The connection forgets its socket when the answer is read to the
         # close (no length, not chunked); the answer still reads from it.
         self._sock = sock
         self._resp = resp
-        self.deadline = deadline
         self.what = what
         self.status = resp.status
         self.headers = resp.headers
 
-    def _arm(self, idle: Optional[float] = None) -> None:
-        """_arm bounds the next socket operation by the deadline (and by idle,
-        when given)."""
-        left = _remaining(self.deadline)
-        if left is not None and left <= 0:
-            raise Timeout("%s: no answer within the deadline" % self.what)
-        t = left
-        if idle is not None:
-            t = idle if t is None else min(t, idle)
-        if self._sock.fileno() >= 0:
-            self._sock.settimeout(t)
+    @property
+    def deadline(self) -> Optional[float]:
+        """deadline bounds every read of the answer from now on (None: none)."""
+        return self._sock.deadline
+
+    @deadline.setter
+    def deadline(self, d: Optional[float]) -> None:
+        self._sock.deadline = d
 
     def read(self, n: int = -1) -> bytes:
         """read reads up to n bytes (all, when n < 0) within the deadline."""
         out = []
         want = n
+        self._sock.idle = None
         try:
             while want != 0 and not self._resp.isclosed():
                 # An answer read to its end closes its socket (for good, when
-                # the server said Connection: close): nothing more to arm.
-                self._arm()
+                # the server said Connection: close): nothing more to read.
                 b = self._resp.read(65536 if want < 0 else min(want, 65536))
                 if not b:
                     break
@@ -82,9 +173,9 @@ class Response:
         return b"".join(out)
 
     def readline(self, idle: Optional[float] = None) -> bytes:
-        """readline reads one line; socket.timeout when idle passes first (the
-        caller tells it from the deadline), Timeout at the deadline."""
-        self._arm(idle)
+        """readline reads one line; socket.timeout when idle passes with no
+        byte or the deadline passes (the caller tells which)."""
+        self._sock.idle = idle
         return self._resp.readline()
 
     def json(self) -> Any:
@@ -123,14 +214,15 @@ class Transport:
         self.token = token
         self.connect_timeout = connect_timeout
 
-    def _connect(self, deadline: Optional[float], what: str) -> http.client.HTTPConnection:
+    def _connect(self, deadline: Optional[float], what: str) -> Tuple[http.client.HTTPConnection, _DeadlineSocket]:
         left = _remaining(deadline)
         t = self.connect_timeout if left is None else max(0.001, min(self.connect_timeout, left))
         if self.scheme == "https":
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            conn: Union[_Connection, _TLSConnection] = _TLSConnection(
                 self.host, self.port, timeout=t, context=ssl.create_default_context())
         else:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=t)
+            conn = _Connection(self.host, self.port, timeout=t)
+        conn.deadline = deadline
         try:
             conn.connect()
         except (socket.timeout, TimeoutError):
@@ -139,34 +231,32 @@ class Transport:
         except OSError as e:
             conn.close()
             raise ConnectionFailed("%s: cannot reach the airlock server at %s: %s" % (what, self.netloc, e)) from None
-        return conn
+        return conn, conn.sock  # type: ignore[return-value]
 
     def request(self, method: str, path: str, *, query: Optional[List[Tuple[str, str]]] = None,
                 body: Body = None, content_type: Optional[str] = None, accept: str = "application/json",
                 deadline: Optional[float]) -> Response:
         """request sends one request and returns the answer when its status is
         a success; otherwise it raises the server's error, typed. An iterable
-        body is sent chunked, as it is produced."""
+        body is sent chunked, as it is produced. Every byte sent and read,
+        headers and body, is bounded by deadline (None: no bound)."""
         url = self.prefix + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
         what = "%s %s" % (method, path)
-        conn = self._connect(deadline, what)
+        conn, sock = self._connect(deadline, what)
         try:
             headers: Dict[str, str] = {"Accept": accept, "User-Agent": "airlock-python"}
             if content_type:
                 headers["Content-Type"] = content_type
             if self.token:
                 headers["Authorization"] = "Bearer " + self.token
-            sock = conn.sock
 
             def arm() -> None:
                 left = _remaining(deadline)
                 if left is not None and left <= 0:
                     raise Timeout("%s: the request was not sent within the deadline" % what)
-                sock.settimeout(left)
 
-            arm()
             try:
                 if body is None or isinstance(body, (bytes, bytearray)):
                     if body is None and method in ("POST", "PUT"):
@@ -186,7 +276,6 @@ class Transport:
                 # answer and close before reading all of it: its answer says
                 # why. Read it if it came; otherwise the connection broke.
                 pass
-            arm()
             resp = conn.getresponse()
         except AirlockError:
             conn.close()
@@ -200,7 +289,7 @@ class Transport:
         except BaseException:
             conn.close()
             raise
-        r = Response(conn, sock, resp, deadline, what)
+        r = Response(conn, sock, resp, what)
         if resp.status < 300:
             return r
         try:

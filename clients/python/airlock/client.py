@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal as _signal
 import socket
 import time
 import urllib.parse
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._http import Transport, read_events
 from .errors import (AirlockError, CommandFailed, ConnectionFailed, ProtocolError, SpecError, Timeout,
@@ -19,6 +20,9 @@ from .workspace import Workspace
 
 Size = Union[int, str, None]
 Command = Union[str, Sequence[str]]
+Names = Union[str, Sequence[str], None]
+Signal = Union[str, int, _signal.Signals]
+Output = Optional[Callable[[str], Any]]
 
 # The server's defaults a client-side deadline must leave room for, in seconds:
 # a foreground run's timeout and the wait for the tenant's turn (queue_timeout).
@@ -36,6 +40,14 @@ _RESUME_PAUSE = 0.2
 
 # The longest single long-poll of Job.wait.
 _WAIT_POLL = 60.0
+
+# How long kill waits for the job to end, by default, so that its state says
+# how it stands; and how long leaving a Job's with block waits for its end.
+KILL_SETTLE = 2.0
+_EXIT_WAIT = 60.0
+
+# The states of a job that has not ended ("" when not yet read).
+_LIVE = ("", "queued", "running")
 
 # The request fields of run and start, each to its type in the API's Spec:
 # the contract test checks them against /openapi.json.
@@ -186,8 +198,20 @@ class Client:
         if kw.get("workspace") is not None:
             kw["workspace"] = _id_of(kw["workspace"])
         for name in ("egress", "secrets"):
-            if kw.get(name) is not None:
-                kw[name] = list(kw[name])
+            v = kw.get(name)
+            if v is None:
+                continue
+            if isinstance(v, str):
+                kw[name] = [v]  # one name, not its characters
+                continue
+            try:
+                items = list(v)
+            except TypeError:
+                items = [None]
+            if not all(isinstance(x, str) for x in items):
+                raise SpecError("%s: want a name (str) or a list of names (str), not %r" % (name, v),
+                                code="invalid_request", field=name)
+            kw[name] = items
         for k, v in kw.items():
             if v is not None:
                 spec[k] = v
@@ -198,11 +222,11 @@ class Client:
             env: Optional[Dict[str, str]] = None, stdin: Union[str, bytes, None] = None,
             workdir: Optional[str] = None, user: Optional[str] = None, network: Optional[str] = None,
             runtime: Optional[str] = None, tmpfs_size: Size = None, workspace: Any = None,
-            egress: Optional[Sequence[str]] = None, secrets: Optional[Sequence[str]] = None,
+            egress: Names = None, secrets: Names = None,
             labels: Optional[Dict[str, str]] = None,
             max_output: Size = None, tail_lines: Optional[int] = None, report: Optional[str] = None,
             queue_timeout: Optional[float] = None, check: bool = False,
-            request_timeout: Optional[float] = None) -> Result:
+            request_timeout: Optional[float] = None, on_stdout: Output = None, on_stderr: Output = None) -> Result:
         """run runs command in a fresh sandbox and returns its Result: a shell
         command (str, run as sh -c) or a program and its arguments (a list,
         no shell). A command that fails is a Result, not an exception, unless
@@ -214,7 +238,15 @@ class Client:
         outside the server's bounds is a SpecError naming it. secrets names
         secrets the server stores for the tenant ("GIT_TOKEN"): the command
         sees a placeholder in $GIT_TOKEN, and the server's proxy puts the
-        value into requests to the secret's hosts.
+        value into requests to the secret's hosts. egress and secrets take a
+        list of names, or one name as a str.
+        on_stdout and on_stderr, when given, are called with the output as
+        the command writes it (text, str), fed live from the server's event
+        stream: each piece once, in order, each stream's pieces joined equal
+        to the Result's stdout and stderr (unless truncated by max_output).
+        They run on the calling thread, and an exception from one ends the
+        call with it (the connection closes, and the server stops the run).
+        The Result is the same either way.
         request_timeout overrides the client-side deadline, which is otherwise
         the client's timeout plus the run's timeout and queue_timeout (the
         server's defaults, 60 s and 30 s, when not given)."""
@@ -227,23 +259,64 @@ class Client:
             deadline = self._deadline(timeout=request_timeout)
         else:
             deadline = self._deadline(extra=(timeout or DEFAULT_RUN_TIMEOUT) + (queue_timeout or DEFAULT_QUEUE_TIMEOUT))
-        res = from_json(Result, self._call("POST", "/v1/processes", spec, deadline=deadline))
+        if on_stdout is None and on_stderr is None:
+            res = from_json(Result, self._call("POST", "/v1/processes", spec, deadline=deadline))
+        else:
+            for name, cb in (("on_stdout", on_stdout), ("on_stderr", on_stderr)):
+                if cb is not None and not callable(cb):
+                    raise SpecError("%s: want a callable taking a str, not %r" % (name, cb), code="invalid_request",
+                                    field=name)
+            res = self._run_events(spec, deadline, on_stdout, on_stderr)
         if check and not res.success:
-            raise CommandFailed(res)
+            raise CommandFailed(res, command)
         return res
+
+    def _run_events(self, spec: Dict[str, Any], deadline: float, on_stdout: Output, on_stderr: Output) -> Result:
+        """_run_events runs spec in the foreground as Server-Sent Events
+        (docs/server.md, POST /v1/processes): "queued" and "open" with the
+        run's id, "stdout" and "stderr" chunks {offset, data} as the command
+        writes them, then "result" with the whole Result; an "error" event is
+        a failure after the stream began. Keep-alives come every 15 s, so
+        FOLLOW_IDLE without a byte is a dead connection. A foreground run
+        cannot be resumed: a broken stream is ConnectionFailed."""
+        r = self._t.request("POST", "/v1/processes", body=_json_body(spec), content_type="application/json",
+                            accept="text/event-stream", deadline=deadline)
+        with r:
+            if not (r.headers.get("Content-Type") or "").startswith("text/event-stream"):
+                return from_json(Result, r.json())  # a server that answers in one piece
+            callbacks = {"stdout": on_stdout, "stderr": on_stderr}
+            for event, data in _live_events(r):
+                if event in callbacks:
+                    try:
+                        text = json.loads(data)["data"]
+                    except (ValueError, KeyError, TypeError):
+                        raise ProtocolError("run: a %s event is not a chunk {offset, data}" % event) from None
+                    cb = callbacks[event]
+                    if cb is not None and text:
+                        cb(text)
+                elif event == "result":
+                    try:
+                        return from_json(Result, json.loads(data))
+                    except ValueError:
+                        raise ProtocolError("run: the result event is not JSON") from None
+                elif event == "error":
+                    raise _error_event(data)
+        raise ProtocolError("run: the server ended the run's event stream without a result")
 
     def start(self, command: Command, *, image: Optional[str] = None, timeout: Optional[float] = None,
               memory: Size = None, cpus: Optional[float] = None, pids: Optional[int] = None,
               env: Optional[Dict[str, str]] = None, stdin: Union[str, bytes, None] = None,
               workdir: Optional[str] = None, user: Optional[str] = None, network: Optional[str] = None,
               runtime: Optional[str] = None, tmpfs_size: Size = None, workspace: Any = None,
-              egress: Optional[Sequence[str]] = None, secrets: Optional[Sequence[str]] = None,
+              egress: Names = None, secrets: Names = None,
               labels: Optional[Dict[str, str]] = None,
               max_output: Size = None, tail_lines: Optional[int] = None,
               queue_timeout: Optional[float] = None, retry: Optional[int] = None) -> "Job":
         """start starts command as a background job and returns its Job at
         once (timeout: none unless given). A job the policy refuses, or that
-        could not start, is a Job whose state says so (blocked, failed)."""
+        could not start, is a Job whose state says so (blocked, failed). As
+        a context manager (with c.start(...) as job:) the job is killed when
+        the block ends if it still runs, as Popen's is waited for."""
         spec = self._spec(command, dict(
             image=image, timeout=timeout, memory=memory, cpus=cpus, pids=pids, env=env, stdin=stdin,
             workdir=workdir, user=user, network=network, runtime=runtime, tmpfs_size=tmpfs_size,
@@ -350,7 +423,9 @@ class JobList(list):
 class Job:
     """Job is a background job: id is its airlock id, process what start or
     list reported, result the last Result refresh or wait read (None before).
-    A follow that ended leaves its LogsEnd in ended."""
+    A follow that ended leaves its LogsEnd in ended. state and returncode are
+    as of the newest of these. As a context manager it kills the job when the
+    block ends, if it still runs (as Popen's waits for its process)."""
 
     def __init__(self, client: Client, id: str, process: Optional[Process] = None):
         self.client = client
@@ -358,9 +433,23 @@ class Job:
         self.process = process
         self.result: Optional[Result] = None
         self.ended: Optional[LogsEnd] = None
+        self._last: Union[Process, Result, LogsEnd, None] = process
 
     def __repr__(self) -> str:
         return "airlock.Job(%r, state=%r)" % (self.id, self.state)
+
+    def __enter__(self) -> "Job":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if self.poll() is None:
+                self.kill(_signal.SIGKILL, force_after=0)
+                if self.returncode is None:
+                    self.wait(_EXIT_WAIT)
+        except AirlockError:
+            if exc_type is None:  # never hide the error that ended the block
+                raise
 
     @property
     def _path(self) -> str:
@@ -368,18 +457,31 @@ class Job:
 
     @property
     def state(self) -> str:
-        """state is the job's state as last read."""
-        if self.result is not None:
-            return self.result.state
-        if self.ended is not None:
-            return self.ended.state
-        return self.process.state if self.process else ""
+        """state is the job's state as last read (by start, list, refresh,
+        poll, wait, kill or a follow's end)."""
+        return self._last.state if self._last is not None else ""
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """returncode is the job's exit code once it is known to have ended,
+        else None (as Popen's; poll reads it anew)."""
+        if self._last is None or self.state in _LIVE:
+            return None
+        return self._last.exit_code
 
     def refresh(self) -> Result:
         """refresh reads the job's Result as it stands: state, runtime so far,
         resource usage, output so far (the monitor)."""
         self.result = from_json(Result, self.client._call("GET", self._path))
+        self._last = self.result
         return self.result
+
+    def poll(self) -> Optional[int]:
+        """poll returns the job's exit code if it has ended, else None, as
+        Popen.poll does: one request, unless its end is already known."""
+        if self.returncode is None:
+            self.refresh()
+        return self.returncode
 
     def wait(self, timeout: Optional[float] = None) -> Result:
         """wait blocks until the job has ended and returns its Result; when
@@ -394,17 +496,31 @@ class Job:
             d = self.client._call("POST", self._path + "/wait", {"timeout": max(poll, 0.001)},
                                   deadline=self.client._deadline(extra=poll))
             self.result = from_json(Result, d)
-            if self.result.state not in ("running", "queued"):
+            self._last = self.result
+            if self.result.state not in _LIVE:
                 return self.result
 
-    def kill(self, signal: str = "SIGTERM", force_after: Optional[float] = 10.0) -> KillResult:
+    def kill(self, signal: Signal = "SIGTERM", force_after: Optional[float] = 10.0, *,
+             settle: float = KILL_SETTLE) -> KillResult:
         """kill sends signal to every process of the job and, unless
         force_after is 0 (or None), SIGKILL force_after seconds later if it
-        still runs. Killing a job that has ended is not an error:
-        already_ended says so. It returns at once; wait tells the end."""
+        still runs. signal is a name ("SIGTERM", "TERM"), or an int or a
+        signal.Signals as Popen.send_signal takes (signal.SIGKILL), sent by
+        its name. Then it waits up to settle seconds (returning as soon as
+        the job ends) so that state and result say how the job stands: killed
+        once it has ended, running while it outlives the signal (0: return
+        at once, with the state the kill answered). Killing a job that has
+        ended is not an error: already_ended says so."""
+        name = _signal_name(signal)
         k = from_json(KillResult, self.client._call("POST", self._path + "/kill",
-                                                    {"signal": signal, "force_after": float(force_after or 0)}))
+                                                    {"signal": name, "force_after": float(force_after or 0)}))
         self.process = k.process
+        self._last = k.process
+        if not k.already_ended and settle > 0:
+            try:
+                self.wait(settle)
+            except Timeout:
+                pass  # it outlives the signal for now: state says running, as it is
         return k
 
     def remove(self) -> None:
@@ -493,6 +609,7 @@ class Job:
                         yield c
                     elif event == "end":
                         self.ended = from_json(LogsEnd, json.loads(data))
+                        self._last = self.ended
                         return
                     elif event == "error":
                         raise _error_event(data)
@@ -511,6 +628,39 @@ class Job:
             if failures > FOLLOW_RESUMES:
                 raise ConnectionFailed("follow %s: %s (after %d resumes)" % (self.id, err, FOLLOW_RESUMES))
             time.sleep(_RESUME_PAUSE)
+
+
+def _live_events(r: Any) -> Iterator[Tuple[str, bytes]]:
+    """_live_events is read_events of a stream that cannot be resumed: a
+    stream silent for FOLLOW_IDLE is ConnectionFailed."""
+    it = read_events(r, FOLLOW_IDLE)
+    while True:
+        try:
+            ev = next(it)
+        except StopIteration:
+            return
+        except (socket.timeout, TimeoutError) as e:
+            if isinstance(e, Timeout):
+                raise
+            raise ConnectionFailed("%s: no byte, not even a keep-alive, for %gs" % (r.what, FOLLOW_IDLE)) from None
+        yield ev
+
+
+def _signal_name(sig: Any) -> str:
+    """_signal_name is the name the API takes for sig: a name as given
+    ("SIGTERM", "TERM", "15"), or an int or signal.Signals as
+    Popen.send_signal takes, sent by its name (numbers differ between
+    platforms; names do not)."""
+    if isinstance(sig, str):
+        return sig
+    if isinstance(sig, int) and not isinstance(sig, bool):
+        try:
+            return _signal.Signals(sig).name
+        except ValueError:
+            raise SpecError("signal: %d is not a signal number of this platform" % sig, code="invalid_request",
+                            field="signal") from None
+    raise SpecError("signal: want a name (\"SIGTERM\"), a number or a signal.Signals, not %r" % (sig,),
+                    code="invalid_request", field="signal")
 
 
 def _error_event(data: bytes) -> AirlockError:

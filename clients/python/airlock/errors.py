@@ -9,7 +9,8 @@ error: it is a Result (see CommandFailed for run(check=True)).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+import subprocess
+from typing import Any, Dict, Optional, Sequence, Type, Union
 
 
 class AirlockError(Exception):
@@ -19,7 +20,7 @@ class AirlockError(Exception):
     at fault, status is the HTTP status (0 when no answer came)."""
 
     def __init__(self, message: str, *, code: str = "error", field: Optional[str] = None, status: int = 0):
-        super().__init__(message)
+        Exception.__init__(self, message)  # not super(): CommandFailed's next base takes other arguments
         self.code = code
         self.message = message
         self.field = field
@@ -57,6 +58,13 @@ class Conflict(AirlockError):
     """Conflict is a request the current state refuses (409): running (a job
     not yet ended), workspace_busy (a run uses it), wrong_type (a directory
     where a file is needed, or the reverse)."""
+
+
+class WorkspaceLost(AirlockError):
+    """WorkspaceLost is a workspace whose files are gone (410 workspace_lost):
+    the engine restarted and its holder with it, or an older airlock made it.
+    It cannot be mended: delete it and create another. Runs on it are refused
+    as a SpecError (field workspace) saying it is lost."""
 
 
 class WorkspaceFull(AirlockError):
@@ -114,21 +122,28 @@ class ProtocolError(AirlockError):
         super().__init__(message, **kw)
 
 
-class CommandFailed(AirlockError):
+class CommandFailed(AirlockError, subprocess.CalledProcessError):
     """CommandFailed is raised by run(..., check=True) when the command did not
-    succeed (a non-zero exit, a timeout, a kill, an OOM, a failure to run); it
-    carries the whole Result, and returncode, stdout and stderr as
-    subprocess.CalledProcessError does. A command blocked by the policy is a
-    Result with blocked=True, never this error, unless check=True: then it is
-    this error too, with code "blocked"."""
+    succeed (a non-zero exit, a timeout, a kill, an OOM, a failure to run). It
+    is a subprocess.CalledProcessError too, so code written for
+    subprocess.run(check=True) catches it: returncode, cmd (the command as
+    given to run), output and stdout, stderr (text); result carries the whole
+    Result. A command blocked by the policy is a Result with blocked=True,
+    never this error, unless check=True: then it is this error too, with code
+    "blocked"."""
 
-    def __init__(self, result: Any):
+    def __init__(self, result: Any, cmd: Union[str, Sequence[str], None] = None):
         code = "blocked" if result.blocked else "command_failed"
-        super().__init__("command %s" % result.outcome(), code=code)
+        AirlockError.__init__(self, "command %s" % result.outcome(), code=code)
+        subprocess.CalledProcessError.__init__(self, result.exit_code, cmd, result.stdout, result.stderr)
+        self.args = (self.message,)
         self.result = result
-        self.returncode = result.exit_code
-        self.stdout = result.stdout
-        self.stderr = result.stderr
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.result, self.cmd))
 
 
 # The API's codes, each to the class a caller catches.
@@ -147,6 +162,7 @@ _BY_CODE: Dict[str, Type[AirlockError]] = {
     "running": Conflict,
     "workspace_busy": Conflict,
     "wrong_type": Conflict,
+    "workspace_lost": WorkspaceLost,
     "on_another_node": Conflict,
     "workspace_full": WorkspaceFull,
     "workspace_quota": WorkspaceFull,

@@ -20,21 +20,49 @@ _BLOCK = 512
 _READ = 1 << 16
 
 
+# Where a workspace is mounted in a sandbox: an absolute path under it names
+# the same file as the path relative to it.
+MOUNT = "/workspace"
+
+
 def _route(kind: str, id: str, path: str) -> str:
-    """_route is the route of path in the workspace; each segment is escaped."""
-    segs = [urllib.parse.quote(s, safe="") for s in path.lstrip("/").split("/")]
+    """_route is the route of path (as _path made it) in the workspace; each
+    segment is escaped."""
+    segs = [urllib.parse.quote(s, safe="") for s in path.split("/")] if path else [""]
     return "/v1/workspaces/%s/%s/%s" % (urllib.parse.quote(id, safe=""), kind, "/".join(segs))
 
 
-def _norm(path: str) -> str:
-    p = posixpath.normpath("/" + path.replace(os.sep, "/")).lstrip("/")
-    return p
+def _path(path: Any, arg: str) -> str:
+    """_path is path, the argument named arg, as the API takes it: relative to
+    /workspace, "" for its root. A path relative to /workspace is that path;
+    an absolute one under /workspace ("/workspace/src/x.py") names the same
+    file; "." and empty segments are dropped. Any other absolute path, and
+    any "..", is refused here, naming the argument: a path never climbs out,
+    and the client does not guess what one that tries would mean."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise RefusedPath("%s: want a path in the workspace (str), not %r" % (arg, path), code="refused_path",
+                          field=arg)
+    p = path.replace(os.sep, "/") if os.sep != "/" else path
+    if p.startswith("/"):
+        if p != MOUNT and not p.startswith(MOUNT + "/"):
+            raise RefusedPath("%s: %r is absolute and outside %s; give a path relative to %s, or one under it"
+                              % (arg, path, MOUNT, MOUNT), code="refused_path", field=arg)
+        p = p[len(MOUNT):]
+    segs = [s for s in p.split("/") if s not in ("", ".")]
+    if ".." in segs:
+        raise RefusedPath("%s: %r has a \"..\" segment; workspace paths may not climb" % (arg, path),
+                          code="refused_path", field=arg)
+    return "/".join(segs)
 
 
 class Workspace:
     """Workspace is a workspace of the client's tenant: id names it in
     run(workspace=ws) and start(workspace=ws), info is what the server last
-    said of it. Paths are relative to /workspace. As a context manager it is
+    said of it. Paths are relative to /workspace, or absolute under it; any
+    other absolute path, and any "..", is refused (RefusedPath, a ValueError,
+    naming the argument) before a request is sent. As a context manager it is
     deleted when the block ends, unless keep is true."""
 
     def __init__(self, client: "Client", info: Optional[WorkspaceInfo], *, keep: bool = False,
@@ -72,11 +100,18 @@ class Workspace:
 
     def put(self, path: str, data: Union[bytes, str], mode: Optional[int] = None) -> None:
         """put writes data (str is written as UTF-8) to the file at path,
-        creating its directories; mode is its permission bits (0o644 when None)."""
+        creating its directories; mode is its permission bits (0o644 when None).
+        path is relative to /workspace, or absolute under it ("/workspace/x"
+        is "x"); another absolute path or a ".." is a RefusedPath (a
+        ValueError) naming path, as for every path argument here."""
+        p = _path(path, "path")
+        if not p:
+            raise RefusedPath("path: %r names the workspace's root, not a file" % path, code="refused_path",
+                              field="path")
         if isinstance(data, str):
             data = data.encode("utf-8")
         q = [("mode", "%04o" % (mode & 0o777))] if mode else None
-        r = self.client._t.request("PUT", _route("files", self.id, path), query=q, body=bytes(data),
+        r = self.client._t.request("PUT", _route("files", self.id, p), query=q, body=bytes(data),
                                    content_type="application/octet-stream",
                                    deadline=self.client._deadline())
         r.close()
@@ -88,17 +123,18 @@ class Workspace:
         devices are left out. The server checks the archive whole before a byte
         lands: a link leading out, say, refuses all of it with RefusedPath
         naming the entry."""
+        dest = _path(to, "to")
         if not os.path.isdir(local_dir):
             raise NotADirectoryError(errno.ENOTDIR, "upload: not a directory", local_dir)
-        r = self.client._t.request("PUT", _route("archive", self.id, _norm(to) if to not in ("", ".") else ""),
+        r = self.client._t.request("PUT", _route("archive", self.id, dest),
                                    body=_tar_stream(local_dir), content_type="application/x-tar",
                                    deadline=self.client._deadline())
         r.close()
 
     def read(self, path: str) -> bytes:
         """read returns the bytes of the regular file at path."""
-        r = self.client._t.request("GET", _route("files", self.id, path), accept="application/octet-stream",
-                                   deadline=self.client._deadline())
+        r = self.client._t.request("GET", _route("files", self.id, _path(path, "path")),
+                                   accept="application/octet-stream", deadline=self.client._deadline())
         with r:
             if (r.headers.get("Content-Type") or "").startswith("application/json"):
                 raise Conflict("%r is a directory; ls it, or download it" % path, code="wrong_type",
@@ -111,14 +147,14 @@ class Workspace:
 
     def listing(self, path: str = ".") -> FileList:
         """listing is ls with the listing's path and truncated flag."""
-        route = _route("files", self.id, _norm(path))
+        route = _route("files", self.id, _path(path, "path"))
         if not route.endswith("/"):
             route += "/"
         return from_json(FileList, self.client._call("GET", route))
 
     def rm(self, path: str) -> None:
         """rm deletes the file or directory (with its contents) at path."""
-        self.client._call("DELETE", _route("files", self.id, path))
+        self.client._call("DELETE", _route("files", self.id, _path(path, "path")))
 
     def download(self, path: str, local_dir: str) -> str:
         """download copies path of the workspace into the local directory
@@ -127,18 +163,19 @@ class Workspace:
         lands outside local_dir: an entry whose name or link leads out refuses
         the download with RefusedPath naming it, and no link already there
         is followed."""
+        src = _path(path, "path")
         os.makedirs(local_dir, exist_ok=True)
-        r = self.client._t.request("GET", _route("files", self.id, path), accept="application/octet-stream",
+        r = self.client._t.request("GET", _route("files", self.id, src), accept="application/octet-stream",
                                    deadline=self.client._deadline())
         with r:
             if not (r.headers.get("Content-Type") or "").startswith("application/json"):
-                name = posixpath.basename(_norm(path))
+                name = posixpath.basename(src)
                 if not name:
                     raise RefusedPath("download %r: no file name" % path, code="refused_path", field="path")
                 dest = os.path.join(local_dir, name)
                 _write_file(dest, _chunks(r), 0o644)
                 return dest
-        r = self.client._t.request("GET", _route("archive", self.id, _norm(path)), accept="application/x-tar",
+        r = self.client._t.request("GET", _route("archive", self.id, src), accept="application/x-tar",
                                    deadline=self.client._deadline())
         with r:
             _extract(r, local_dir)

@@ -157,3 +157,57 @@ class FullBacklog:
         for s in self._fill:
             s.close()
         self.listener.close()
+
+
+class TricklingServer:
+    """TricklingServer answers every request on a loopback port with prefix
+    at once, then answer a byte at a time, one every interval seconds: a
+    server (or a middlebox) that is alive, never silent for long, and far too
+    slow. Each byte keeps a per-read socket timeout from passing; only a
+    deadline on the whole call ends it."""
+
+    def __init__(self, answer: bytes, interval: float = 0.1, prefix: bytes = b""):
+        self.prefix = prefix
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.answer = answer
+        self.interval = interval
+        self._closed = threading.Event()
+        self._conns: List[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(5)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                b = conn.recv(65536)
+                if not b:
+                    return
+                buf += b
+            conn.sendall(self.prefix)
+            for i in range(len(self.answer)):
+                if self._closed.wait(self.interval):
+                    return
+                conn.sendall(self.answer[i:i + 1])
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self._closed.set()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        for c in self._conns:
+            c.close()

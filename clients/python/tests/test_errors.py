@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 import unittest
@@ -17,7 +18,7 @@ import airlock.client
 
 from . import pg, server
 from .base import ServerTest
-from .netfaults import CuttableProxy, FullBacklog, StalledServer
+from .netfaults import CuttableProxy, FullBacklog, StalledServer, TricklingServer
 from .server import free_port
 
 
@@ -86,6 +87,28 @@ class ErrorsTest(ServerTest):
             with open(os.path.join(src, "big"), "wb") as f:
                 f.write(b"y" * (3 << 20))
             self.assertRaisesCode(airlock.WorkspaceFull, "workspace_full", lambda: ws.upload(src))
+
+    def test_workspace_lost(self) -> None:
+        # The holder of a workspace's files stopped, as an engine restart
+        # stops it: its files are gone, 410 workspace_lost.
+        ws = self.c.workspace(size="1m")
+        self.addCleanup(self._delete_quietly, ws)
+        ws.put("a.txt", "a\n")
+        subprocess.run(["docker", "stop", "-t", "0", "airlock-%s-holder" % ws.id], check=True, capture_output=True,
+                       timeout=60)
+        e = self.assertRaisesCode(airlock.WorkspaceLost, "workspace_lost", lambda: ws.put("b.txt", "b\n"))
+        self.assertEqual(e.status, 410)
+        self.assertIn(ws.id, e.message)
+        self.assertRaisesCode(airlock.WorkspaceLost, "workspace_lost", lambda: ws.read("a.txt"))
+        self.assertTrue(ws.refresh().lost)
+        ws.delete()
+
+    @staticmethod
+    def _delete_quietly(ws: airlock.Workspace) -> None:
+        try:
+            ws.delete()
+        except airlock.NotFound:
+            pass
 
     def test_busy_error(self) -> None:
         # gamma may have one run active at a time.
@@ -198,6 +221,61 @@ class DeadlineTest(ServerTest):
         self.assertIn("after 3 resumes", cm.exception.message)
         self.assertLess(time.monotonic() - t0, 5)
         self.assertEqual(len(s._held), 4, "the first try and three resumes")
+
+
+class TrickleTest(unittest.TestCase):
+    """A server that trickles its answer, a byte every 0.1 s, never silent
+    long enough for a socket timeout: the call's deadline still ends it, in
+    the headers, in a body of known length, in a chunked body, in a follow."""
+
+    JSON = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+
+    def trickling(self, answer: bytes, prefix: bytes = b"") -> TricklingServer:
+        s = TricklingServer(answer, interval=0.1, prefix=prefix)
+        self.addCleanup(s.close)
+        return s
+
+    def assertTimesOut(self, fn: Callable[[], object], at: float) -> None:
+        t0 = time.monotonic()
+        with self.assertRaises(airlock.Timeout) as cm:
+            fn()
+        took = time.monotonic() - t0
+        self.assertEqual(cm.exception.code, "timeout")
+        self.assertGreaterEqual(took, at - 0.1)
+        self.assertLess(took, at + 1.0, "failed at its deadline, not a byte's timeout later")
+
+    def test_trickled_headers(self) -> None:
+        s = self.trickling(self.JSON + b"X-Pad: " + b"a" * 300 + b"\r\nContent-Length: 2\r\n\r\n{}")
+        c = airlock.Client(s.url, "t", timeout=2)
+        self.assertTimesOut(lambda: c.check("true"), 2)
+        self.assertTimesOut(lambda: c.run("true", request_timeout=1.5), 1.5)
+
+    def test_trickled_body_of_known_length(self) -> None:
+        body = b'{"allowed": true, "reason": "' + b"x" * 500 + b'"}'
+        s = self.trickling(body, prefix=self.JSON + b"Content-Length: %d\r\n\r\n" % len(body))
+        c = airlock.Client(s.url, "t", timeout=2)
+        self.assertTimesOut(lambda: c.check("true"), 2)
+
+    def test_trickled_chunked_body(self) -> None:
+        body = b'{"allowed": true, "reason": "' + b"x" * 500 + b'"}'
+        chunked = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 8]), body[i:i + 8]) for i in range(0, len(body), 8))
+        s = self.trickling(chunked + b"0\r\n\r\n", prefix=self.JSON + b"Transfer-Encoding: chunked\r\n\r\n")
+        c = airlock.Client(s.url, "t", timeout=2)
+        self.assertTimesOut(lambda: c.check("true"), 2)
+
+    def test_trickled_follow(self) -> None:
+        # A keep-alive comment of 400 bytes, a byte at a time: life, every 0.1 s.
+        s = self.trickling(b": " + b"k" * 400 + b"\n\n",
+                           prefix=b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        c = airlock.Client(s.url, "t", timeout=30)
+        self.assertTimesOut(lambda: list(airlock.Job(c, "x").logs(timeout=2)), 2)
+
+    def test_a_fast_answer_still_reads_whole(self) -> None:
+        body = b'{"allowed": true, "reason": "fine"}'
+        s = TricklingServer(b"", prefix=self.JSON + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.addCleanup(s.close)
+        d = airlock.Client(s.url, "t", timeout=2).check("true")
+        self.assertEqual((d.allowed, d.reason), (True, "fine"))
 
 
 class QueueTimeoutTest(unittest.TestCase):

@@ -3,6 +3,7 @@ kill, list."""
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from typing import Dict, List
@@ -142,3 +143,64 @@ class JobTest(ServerTest):
         b.remove()
         with self.assertRaises(airlock.NotFound):
             b.refresh()
+
+
+class PopenLikeTest(JobTest):
+    """A Job as Popen users expect it: send_signal's ints, poll, returncode,
+    a with block that kills, a state that says how the job stands."""
+
+    def test_kill_takes_a_signal_number(self) -> None:
+        job = self.start("sleep 30")
+        k = job.kill(signal.SIGKILL)
+        self.assertEqual((k.signal, k.already_ended), ("SIGKILL", False))
+        self.assertEqual(job.state, "killed", "kill waits for the end it caused")
+        self.assertEqual((job.returncode, job.poll()), (137, 137))
+        self.assertEqual(job.result.signal, "SIGKILL")
+        job = self.start("sleep 30")
+        self.assertEqual(job.kill(int(signal.SIGTERM), force_after=0).signal, "SIGTERM")
+        self.assertEqual((job.state, job.result.signal), ("killed", "SIGTERM"))
+        for bad in (99999, 2.5, None):
+            with self.assertRaises(airlock.SpecError) as cm:
+                job.kill(bad)  # type: ignore[arg-type]
+            self.assertEqual(cm.exception.field, "signal")
+
+    def test_state_is_true_after_kill(self) -> None:
+        job = self.start("trap '' TERM; echo ready; while :; do sleep 0.1; done")
+        for c in job.logs(timeout=30):
+            if c.data == b"ready\n":
+                break
+        self.assertEqual(job.refresh().state, "running")
+        k = job.kill("SIGTERM", force_after=0, settle=0.5)
+        self.assertFalse(k.already_ended)
+        self.assertEqual(job.state, "running", "it ignores SIGTERM: it runs on, and state says so")
+        self.assertIsNone(job.poll())
+        job.kill("SIGKILL")
+        self.assertEqual((job.state, job.returncode), ("killed", 137), "the state of the kill, not the refresh before it")
+        again = job.kill()
+        self.assertTrue(again.already_ended)
+        self.assertEqual(job.state, "killed")
+
+    def test_poll(self) -> None:
+        job = self.start("sleep 1; exit 3")
+        self.assertIsNone(job.poll())
+        self.assertIsNone(job.returncode)
+        end = time.monotonic() + 30
+        while job.poll() is None and time.monotonic() < end:
+            time.sleep(0.2)
+        self.assertEqual((job.poll(), job.returncode, job.state), (3, 3, "completed"))
+
+    def test_with_block_kills_a_running_job(self) -> None:
+        t0 = time.monotonic()
+        with self.c.start("sleep 60") as job:
+            self.assertIsInstance(job, airlock.Job)
+            self.assertIsNone(job.poll())
+        self.assertLess(time.monotonic() - t0, 20)
+        self.assertEqual((job.state, job.returncode), ("killed", 137))
+        self.assertEqual(self.c.job(job.id).result.state, "killed", "the server says so too")
+        with self.c.start("exit 5") as done:
+            done.wait(30)
+        self.assertEqual((done.state, done.returncode), ("completed", 5), "a job that ended is left as it ended")
+        with self.assertRaises(KeyError):
+            with self.c.start("sleep 60") as failing:
+                raise KeyError("the block's own error")
+        self.assertEqual(failing.state, "killed", "killed on the way out of a failing block too")

@@ -80,6 +80,9 @@ class SecretTest(unittest.TestCase):
         self.assertEqual(cm.exception.field, "hosts")
         res = a.run('echo "$API_TOKEN"', secrets=["API_TOKEN"])
         self.assertTrue(res.stdout.startswith("airlock-secret-"), res.stdout)
+        # One name as a str is that name, and one host as a str that host.
+        res = a.run('echo "$API_TOKEN"', secrets="API_TOKEN", egress="api.test")
+        self.assertTrue(res.stdout.startswith("airlock-secret-"), res.stdout)
         self.assertNotIn(value, res.stdout)
         a.remove_secret("API_TOKEN")
         self.assertEqual(a.secrets(), [])

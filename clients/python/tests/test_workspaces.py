@@ -150,3 +150,57 @@ class WorkspaceTest(ServerTest):
             self.assertEqual(os.path.basename(one), "a.txt")
             with open(one) as f:
                 self.assertEqual(f.read(), "a\n")
+
+
+class PathTest(ServerTest):
+    """Workspace paths: relative to /workspace, or absolute under it; any
+    other absolute path and any ".." refused on the client, naming the
+    argument, for every call alike."""
+
+    def test_absolute_under_workspace_is_that_path(self) -> None:
+        with self.c.workspace(size="1m") as ws:
+            ws.put("/workspace/x.txt", "abs\n")
+            ws.put("/workspace/sub/y.txt", "deep\n")
+            self.assertEqual([f.name for f in ws.ls()], ["sub", "x.txt"], "not /workspace/workspace/x.txt")
+            self.assertEqual(self.c.run("cat /workspace/x.txt /workspace/sub/y.txt", workspace=ws).stdout, "abs\ndeep\n")
+            self.assertEqual(ws.read("/workspace/x.txt"), b"abs\n")
+            self.assertEqual([f.name for f in ws.ls("/workspace/sub")], ["y.txt"])
+            self.assertEqual([f.name for f in ws.ls("/workspace")], ["sub", "x.txt"])
+            self.assertEqual(ws.read("./sub//y.txt"), b"deep\n")
+            ws.rm("/workspace/sub")
+            self.assertEqual([f.name for f in ws.ls()], ["x.txt"])
+
+    def test_climbing_and_outside_paths_are_refused_on_the_client(self) -> None:
+        src = tempfile.mkdtemp(prefix="airlock-pyws-")
+        self.addCleanup(lambda: __import__("shutil").rmtree(src, ignore_errors=True))
+        with open(os.path.join(src, "f"), "w") as f:
+            f.write("f\n")
+        with self.c.workspace(size="1m") as ws:
+            ws.put("keep.txt", "k\n")
+            calls = [
+                ("path", lambda p: ws.put(p, "x")),
+                ("to", lambda p: ws.upload(src, to=p)),
+                ("path", lambda p: ws.listing(p)),
+                ("path", lambda p: ws.ls(p)),
+                ("path", lambda p: ws.read(p)),
+                ("path", lambda p: ws.rm(p)),
+                ("path", lambda p: ws.download(p, src)),
+            ]
+            for arg, call in calls:
+                for bad, says in (("../x", ".."), ("a/../../x", ".."), ("sub/..", ".."), ("..", ".."),
+                                  ("/etc/passwd", "outside /workspace"), ("/workspacex/y", "outside /workspace"),
+                                  ("/workspace/../etc", "..")):
+                    with self.assertRaises(airlock.RefusedPath, msg="%s %r" % (arg, bad)) as cm:
+                        call(bad)
+                    e = cm.exception
+                    self.assertIsInstance(e, ValueError)
+                    self.assertEqual((e.field, e.code), (arg, "refused_path"))
+                    self.assertTrue(e.message.startswith(arg + ": "), e.message)
+                    self.assertIn(says, e.message)
+                    self.assertIn(repr(bad), e.message)
+            with self.assertRaises(airlock.RefusedPath) as cm:
+                ws.put("/workspace", "x")
+            self.assertIn("root", cm.exception.message)
+            self.assertEqual([f.name for f in ws.ls()], ["keep.txt"], "nothing landed anywhere")
+            ws.upload(src, to="/workspace/up")
+            self.assertEqual(ws.read("up/f"), b"f\n")
