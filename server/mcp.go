@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,8 +68,6 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 			"start + monitor/logs/wait + kill for long ones. Results say why a command was refused, " +
 			"that it timed out (exit 124) or ran out of memory (oom_killed).",
 		Logger: s.log,
-		// The session-based versions only: see mcpProtocolVersions.
-		SupportedProtocolVersions: mcpProtocolVersions,
 	})
 	const via = "mcp"
 	mcp.AddTool(srv, &mcp.Tool{Name: "run", Description: "Run a command in a fresh sandbox and return its result: " +
@@ -203,13 +200,23 @@ func (s *Service) MCPServer(tenant, version string) *mcp.Server {
 }
 
 // mcpHandler serves /mcp: one MCP server per tenant, chosen by the request's
-// token. Each session is bound to the tenant that opened it: the SDK compares
-// the user of every later request of a session with the session's (see
-// mcpSessionGuard), so another tenant's token on it is refused (403, audited).
+// token, in both eras of the protocol (docs/server.md, MCP):
+//
+//   - The stateless protocol (2026-07-28 and later) has no session: every
+//     request names its version in the Mcp-Protocol-Version header and carries
+//     its own token, so each call acts for the tenant of its own token.
+//   - The session-based versions (up to 2025-11-25) open a session with
+//     initialize. Each session is bound to the tenant that opened it: the SDK
+//     compares the user of every later request of a session with the
+//     session's (see mcpSessionGuard), so another tenant's token on it is
+//     refused (403, audited).
+//
+// The SDK serves the stateless protocol only from a handler without sessions,
+// so a request goes to one of two handlers by the version it names.
 func (s *Service) mcpHandler() http.Handler {
 	var mu sync.Mutex
 	servers := map[string]*mcp.Server{}
-	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	serverOf := func(r *http.Request) *mcp.Server {
 		tenant, _ := r.Context().Value(tenantKey{}).(string)
 		mu.Lock()
 		defer mu.Unlock()
@@ -219,14 +226,19 @@ func (s *Service) mcpHandler() http.Handler {
 		srv := s.MCPServer(tenant, s.version)
 		servers[tenant] = srv
 		return srv
-	}, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: 30 * time.Minute})
-	var h http.Handler = sdk
+	}
+	// A stateless request is the whole call: when its client goes, so does the
+	// call, as with the HTTP API's runs.
+	stateless := mcp.NewStreamableHTTPHandler(serverOf, &mcp.StreamableHTTPOptions{
+		Logger: s.log, Stateless: true, PropagateRequestCancellation: true})
+	sdk := mcp.NewStreamableHTTPHandler(serverOf, &mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: 30 * time.Minute})
+	var sessions http.Handler = sdk
 	if len(s.cfg.Tokens) > 0 {
 		// The SDK binds a session to the user of the request that opened it when
 		// the request carries its TokenInfo, which only its bearer middleware
 		// sets. The token is already checked (authenticated): the user is the
 		// tenant it maps to.
-		h = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		sessions = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 			tenant, _ := ctx.Value(tenantKey{}).(string)
 			return &auth.TokenInfo{UserID: "tenant:" + tenant}, nil
 		}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(sdk)
@@ -235,22 +247,26 @@ func (s *Service) mcpHandler() http.Handler {
 		// The client's address travels to the tools (for the audit log) in a
 		// header no client may set.
 		r.Header.Set(remoteHeader, r.RemoteAddr)
-		if r.Header.Get("Mcp-Session-Id") == "" {
-			h.ServeHTTP(w, r)
+		if statelessVersion(r.Header.Get("Mcp-Protocol-Version")) {
+			stateless.ServeHTTP(w, r)
 			return
 		}
-		h.ServeHTTP(&mcpSessionGuard{ResponseWriter: w, refuse: func() {
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			sessions.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(&mcpSessionGuard{ResponseWriter: w, refuse: func() {
 			s.authFailed("", "mcp", r.RemoteAddr, "mcp session belongs to another tenant")
 			writeJSON(w, http.StatusForbidden, errorBody{api.NewError("forbidden", "", "this MCP session belongs to another tenant: open a session of your own")})
 		}}, r)
 	})
 }
 
-// mcpProtocolVersions are the MCP versions airlock speaks: those with sessions
-// (before 2026-07-28). /mcp is stateful, so that each session stays bound to
-// its tenant; a client that probes with the stateless protocol's
-// server/discover is told to use initialize instead.
-var mcpProtocolVersions = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
+// statelessVersion says whether an Mcp-Protocol-Version header names the
+// stateless protocol: 2026-07-28 or later (versions are dates). Such a request
+// must name its version in that header as well as in its body; one that names
+// a version no one knows goes there too, to be told which are served.
+func statelessVersion(v string) bool { return v >= "2026-07-28" }
 
 // remoteHeader carries the client's address from the /mcp handler to the tools.
 const remoteHeader = "X-Airlock-Remote-Addr"

@@ -74,6 +74,10 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	// The SDK's client speaks the newest protocol, the stateless one.
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("the SDK's client speaks %q, want 2026-07-28", v)
+	}
 
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -287,5 +291,91 @@ func TestMCPSessionBoundToTenant(t *testing.T) {
 	}
 	if starts != 1 {
 		t.Fatalf("%d mcp run.start lines, want 1", starts)
+	}
+}
+
+// TestMCPStatelessProtocol: /mcp serves the stateless protocol (2026-07-28)
+// as well as the session-based one. server/discover lists both eras; a call
+// needs no session, acts for the tenant of its own token, and another
+// tenant's token sees nothing of it; a call without a token is refused.
+func TestMCPStatelessProtocol(t *testing.T) {
+	h := newHarness(t, nil)
+	const version = "2026-07-28"
+	post := func(token, method, name, params string) (int, http.Header, string) {
+		t.Helper()
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + version + `","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + meta + params + `}}`
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/mcp", strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", version)
+		req.Header.Set("Mcp-Method", method)
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(data)
+	}
+	// The answer may come as JSON or as one server-sent event.
+	result := func(body string) string {
+		if i := strings.Index(body, "data: "); i >= 0 {
+			body = strings.TrimSpace(body[i+len("data: "):])
+		}
+		return body
+	}
+
+	status, header, body := post(tokA, "server/discover", "", "")
+	var discover struct {
+		Result struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(result(body)), &discover); status != 200 || err != nil {
+		t.Fatalf("server/discover: %d %s", status, body)
+	}
+	if got := strings.Join(discover.Result.SupportedVersions, " "); !strings.HasPrefix(got, version+" 2025-11-25") {
+		t.Fatalf("server/discover lists %q, want %s first, then the session-based versions", got, version)
+	}
+	if s := header.Get("Mcp-Session-Id"); s != "" {
+		t.Fatalf("a stateless request opened session %q", s)
+	}
+
+	start := func(token string) (int, string) {
+		status, _, body := post(token, "tools/call", "start", `,"name":"start","arguments":{"command":"sleep 30"}`)
+		return status, result(body)
+	}
+	status, body = start(tokA)
+	var started struct {
+		Result struct {
+			StructuredContent executor.Process `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &started); status != 200 || err != nil || started.Result.StructuredContent.Tenant != "alpha" {
+		t.Fatalf("start as alpha: %d %s", status, body)
+	}
+	job := started.Result.StructuredContent.ID
+	defer h.do("POST", "/v1/processes/"+job+"/kill", tokA, map[string]any{"signal": "SIGKILL"})
+
+	_, _, body = post(tokB, "tools/call", "monitor", `,"name":"monitor","arguments":{"id":"`+job+`"}`)
+	if !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "no such process") {
+		t.Fatalf("beta monitors alpha's job: %s", body)
+	}
+	_, _, body = post(tokA, "tools/call", "monitor", `,"name":"monitor","arguments":{"id":"`+job+`"}`)
+	if strings.Contains(body, `"isError":true`) || !strings.Contains(body, `"state":"running"`) {
+		t.Fatalf("alpha monitors its job: %s", body)
+	}
+	if status, _ := start(""); status != http.StatusUnauthorized {
+		t.Fatalf("a stateless call without a token: %d, want 401", status)
+	}
+	if status, _ := start("not-a-token"); status != http.StatusUnauthorized {
+		t.Fatalf("a stateless call with an unknown token: %d, want 401", status)
 	}
 }
