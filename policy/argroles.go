@@ -66,6 +66,10 @@ type program struct {
 	// stdin is (ed <<< '!cmd', sqlite3 <<< '.shell cmd').
 	stdin argRole
 	subs  map[string]*program
+	// partial: the entry names only some of the program's options and
+	// subcommands, so that in strict mode its operands are also read as a
+	// program and its arguments (programs the table does not know are).
+	partial bool
 	// active is false for a program none of whose words is anything but
 	// data: its words need no reading.
 	active bool
@@ -161,6 +165,8 @@ func compileProgram(name, spec string) *program {
 			p.noDD = true
 		case tok == "nocluster":
 			p.noCluster = true
+		case tok == "partial":
+			p.partial = true
 		case tok == "oldstyle":
 			p.oldStyle = true
 		case key == "stdin":

@@ -154,6 +154,13 @@ func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 					return
 				}
 			}
+			if prog.partial && c.strict() && !isFunc && !c.hasAlias(name) {
+				// The entry names only some of what the program does: its
+				// arguments are read as an unknown program's are.
+				if c.partialArgs(name, argv, depth); c.done() {
+					return
+				}
+			}
 			if prog.stdin.role == roleCode && (ctx.hereDoc != nil || ctx.stdinKnow) {
 				// ed <<< '!cmd': the text on its stdin is code of its language.
 				text := strings.Join(ctx.stdin, " ")
@@ -262,6 +269,31 @@ func (c *checker) unknownArgs(name string, argv []word, depth int) {
 		if c.done() {
 			return
 		}
+	}
+}
+
+// partialArgs judges, in strict mode, the arguments of a program whose
+// table entry is partial: as an unknown program's (unknownArgs), and each
+// operand that names a program the table knows as that program with the
+// words after it (cmake -E chdir build rm -rf /), by the rules of both modes.
+func (c *checker) partialArgs(name string, argv []word, depth int) {
+	if c.unknownArgs(name, argv, depth); c.done() {
+		return
+	}
+	for i := 1; i < len(argv) && !c.done(); i++ {
+		a := argv[i]
+		if a.dynamic || a.s == "" || a.s[0] == '-' || entryOf(commandName(a.s)).kind == 0 && lookupProgram(commandName(a.s)) == nil {
+			continue
+		}
+		old := c.via
+		if c.trace != nil {
+			c.via = name + " operand " + strconv.Itoa(i) + ": a partial entry of the table of programs, read as a program and its arguments (strict)"
+		}
+		c.lenient++
+		c.childCommand(argv[i:], depth+1)
+		c.lenient--
+		c.via = old
+		return // the first program named: the words after it are its own
 	}
 }
 
