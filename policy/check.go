@@ -340,21 +340,60 @@ func (c *checker) script(src string, depth int) {
 	if c.judgedBefore(src) {
 		return
 	}
+	if !utf8.ValidString(src) {
+		// Bytes that are not UTF-8 are bytes of a word to sh: each run of
+		// them is read as one character that is nothing special.
+		src = strings.ToValidUTF8(src, "\uFFFD")
+	}
 	f, err := c.parse(src)
 	if err != nil {
 		if err == errTooComplex {
 			c.refuse(RuleTooComplex, "")
 			return
 		}
+		// sh runs each command before the syntax error it has not read
+		// yet: those are judged (rm -rf / and then a line "fi"). What
+		// cannot be read at all is refused in strict mode, and in standard
+		// mode the operator's own patterns still apply to the text.
+		if prefix := c.parsePrefix(src); prefix != nil {
+			c.judgeParsed(src, prefix, depth)
+			if c.done() {
+				return
+			}
+		}
 		if c.strict() {
 			c.refuse(RuleUnparseable, src)
 			return
 		}
-		// Standard mode cannot judge what does not parse; the operator's own
-		// patterns still apply to the text.
 		c.denyPatterns(src)
 		return
 	}
+	c.judgeParsed(src, f, depth)
+}
+
+// parsePrefix parses the statements of src before its first syntax error,
+// as sh reads and runs them one by one; nil if there are none.
+func (c *checker) parsePrefix(src string) *syntax.File {
+	if c.parser == nil {
+		c.parser = parsers.Get().(*pooledParser)
+	}
+	p := c.parser
+	p.reader.Reset(src)
+	var stmts []*syntax.Stmt
+	for st, err := range p.parser.StmtsSeq(&p.reader) {
+		if err != nil {
+			break
+		}
+		stmts = append(stmts, st)
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	return &syntax.File{Stmts: stmts}
+}
+
+// judgeParsed judges the parsed script f of the source src.
+func (c *checker) judgeParsed(src string, f *syntax.File, depth int) {
 	if !mayBind(src) {
 		c.walk(src, f, depth)
 		return

@@ -1,0 +1,38 @@
+package policy
+
+import "testing"
+
+// The families of issue 37, a few examples each (the fresh corpus,
+// testdata/fresh_corpus.json, has more).
+
+func TestPartialEntries(t *testing.T) {
+	runCases(t, "partial entry", []tcase{
+		{cmd: `numactl -C 0 rm -rf /`, want: "rm-root"},
+		{cmd: `watchexec -- reboot`, want: "power"},
+		{cmd: `cmake -E env CI=1 rm -rf /`, want: "rm-root"},
+		{cmd: `go build -toolexec='rm -rf /' ./...`, want: "rm-root"},
+		{cmd: `go test -exec 'sudo -E' ./...`, want: "privilege-escalation"},
+		{cmd: `npm pkg set scripts.test='rm -rf /' && npm test`, want: "rm-root"},
+		{cmd: `cmake -E chdir build reboot`, mode: ModeStrict, want: "power"},
+		{cmd: `cmake --build build --target reboot`, mode: ModeStrict, want: "power"},
+		{cmd: `numactl --hardware`, want: allow},
+		{cmd: `go build -toolexec='' ./...`, want: allow},
+		{cmd: `cmake -E env CI=1 ctest --output-on-failure`, mode: ModeStrict, want: allow},
+		{cmd: `npm pkg set scripts.test=jest && npm test`, mode: ModeStrict, want: allow},
+	})
+}
+
+func TestParseErrorPrefix(t *testing.T) {
+	runCases(t, "parse error", []tcase{
+		{cmd: "rm -rf /\nfi", want: "rm-root"},
+		{cmd: "echo ok; reboot\nthen x", want: "power"},
+		{cmd: "sh -c $'rm -rf /\\nfi'", want: "rm-root"},
+		{cmd: "rm -rf / \xff", want: "rm-root"},
+		{cmd: "rm -rf / \xff", mode: ModeStrict, want: "rm-root"},
+		{cmd: "rm -rf /\nfi", mode: ModeStrict, want: "rm-root"},
+		{cmd: "echo ok\nfi", mode: ModeStrict, want: "unparseable"},
+		{cmd: "echo ok\nfi", want: allow},
+		{cmd: "echo \xff", want: allow},
+		{cmd: "rm -rf /tmp/\xff", want: allow},
+	})
+}
