@@ -514,19 +514,18 @@ func (c *checker) dir() string {
 	return c.p.workdir()
 }
 
-// codeVars are variables whose value a program runs as shell code: git's ssh
-// command and pager, man's and less's pagers, editors, bash's prompt command.
-var codeVars = map[string]bool{
-	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "GIT_EDITOR": true, "GIT_EXTERNAL_DIFF": true,
-	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true, "PAGER": true, "MANPAGER": true,
-	"SYSTEMD_PAGER": true, "EDITOR": true, "VISUAL": true, "LESSOPEN": true, "LESSCLOSE": true,
-	"PROMPT_COMMAND": true, "BROWSER": true, "BASH_ENV": true, "ENV": true,
-}
-
-// isCodeVar reports whether a variable's value runs as code: one of codeVars, or
-// an exported bash function (BASH_FUNC_name%%).
+// isCodeVar reports whether a variable's value runs as code: a name of
+// codeVarTable (programs.go), or an exported bash function (BASH_FUNC_name%%).
 func isCodeVar(name string) bool {
-	return codeVars[name] || strings.HasPrefix(name, "BASH_FUNC_")
+	if codeVars[name] || strings.HasPrefix(name, "BASH_FUNC_") {
+		return true
+	}
+	for _, p := range codeVarPatterns {
+		if pre, suf, _ := strings.Cut(p, "*"); len(name) > len(p) && strings.HasPrefix(name, pre) && strings.HasSuffix(name, suf) {
+			return true
+		}
+	}
+	return false
 }
 
 // codeVar judges the value of a code variable as the script it is.

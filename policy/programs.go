@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // The model of programs: for each program the checker knows, how its
 // arguments are read. It is data, in one place: a program the table does not
 // know is judged by no code of its own (docs/policy.md, The table of
@@ -173,7 +175,7 @@ var programTable = []string{
 	"lftp: -c=code:bang -e=code:bang -f= -u= -p= stdin=code:bang",
 	"ftp, tftp, smbclient: -c=code:bang -e= -p= -U= -W= -I= -m= -n -v -i stdin=code:bang",
 	"mail, mailx: --exec=code:bang -E=code:bang -s= -a= -c= -b= -r= -S= -f= -u= -q= -n -N -d -v",
-	"make, gmake: -f= -C= -I= -j= -l= -o= -W= -O= --file= --makefile= --directory= --include-dir= --jobs= --load-average= --old-file= --what-if= --new-file= --assume-new= --eval=code:make -E=code:make --output-sync= -s -k -n -B -i -e -q -r -R -t -p -w -d --silent --keep-going --dry-run --always-make --ignore-errors",
+	"make, gmake: -f= -C= -I= -j= -l= -o= -W= -O= --file= --makefile= --directory= --include-dir= --jobs= --load-average= --old-file= --what-if= --new-file= --assume-new= --eval=code:make -E=code:make --output-sync= -s -k -n -B -i -e -q -r -R -t -p -w -d --silent --keep-going --dry-run --always-make --ignore-errors 1+=kv:cc|cxx|cpp|ld|fc|shell|cc_for_build|hostcc",
 	"tex, latex, pdflatex, xelatex, lualatex, luatex, pdftex, xetex, etex, context, amstex: nocluster -output-directory= -jobname= -interaction= -shell-escape --shell-escape -enable-write18 1+=code:tex",
 	"latexmk: nocluster -e=code:perl -r= -jobname= -outdir= -pdflatex=cmd -latex=cmd -xelatex=cmd -lualatex=cmd -pdf -xelatex -lualatex -C -c -f -g -pvc",
 	"rpm, rpmquery, rpmbuild, rpmspec: --eval=code:rpm -E=code:rpm --define= -D= --macros= --dbpath= --root= -q -a -i -l -v -V -h -e -U -F",
@@ -335,3 +337,31 @@ var programTable = []string{
 	// Programs that only read their arguments: every word is data.
 	"echo, printf, true, false, :, test, [, [[, pwd, cd, pushd, popd, dirs, exit, return, export, declare, typeset, local, readonly, set, unset, shift, read, mapfile, readarray, getopts, wait, jobs, fg, bg, disown, kill, killall, pkill, pgrep, alias, unalias, hash, type, which, whereis, whatis, apropos, help, umask, ulimit, times, let, shopt, enable, caller, complete, compgen, history, fc, logout, suspend, sleep, usleep, yes, seq, date, cal, uname, hostname, id, whoami, groups, users, who, w, last, uptime, tty, stty, tput, reset, clear, locale, getconf, nproc, arch, lscpu, lsmem, lsusb, lspci, lsmod, lshw, free, vmstat, iostat, mpstat, sar, top, htop, btop, atop, ps, pstree, pidof, lsof, fuser, du, df, stat, file, ls, dir, vdir, tree, exa, eza, lsd, cat, tac, nl, head, tail, wc, cut, paste, join, comm, diff, diff3, sdiff, cmp, patch, tr, expand, unexpand, fold, fmt, pr, column, rev, uniq, shuf, od, hexdump, xxd, strings, base32, base64, basenc, md5sum, sha1sum, sha224sum, sha256sum, sha384sum, sha512sum, b2sum, cksum, sum, grep, egrep, fgrep, rg, ag, ack, jq, yq, xq, gojq, jless, fx, gron, csvlook, mlr, xsv, qsv, bat, batcat, highlight, pygmentize, realpath, readlink, basename, dirname, pathchk, mktemp, mkdir, rmdir, touch, chmod, chown, chgrp, chattr, lsattr, getfacl, setfacl, rm, unlink, mkfifo, mknod, sync, gzip, gunzip, zcat, bzip2, bunzip2, bzcat, xz, unxz, xzcat, zstd, unzstd, zstdcat, lz4, lzma, unlzma, 7z, 7za, unzip, zipinfo, unrar, cpio, ar, ranlib, nm, objdump, readelf, size, strip, addr2line, c++filt, ldd, gzexe, iconv, dos2unix, unix2dos, recode, envsubst, gettext, ngettext, msgfmt, xgettext, numfmt, factor, expr, units, tsort, csplit, look, spell, aspell, hunspell, wdiff, colordiff, delta, difft, tldr, cheat, fortune, cowsay, figlet, toilet, lolcat, banner, sl, notify-send, wall, write, mesg, logger, systemd-cat, printenv, dircolors, curlie, http, https, xh, httpie, ab, wrk, hey, siege, vegeta, gpg, gpg2, age, ssh-add, keychain, pass, sqlformat, sqlfluff, shellcheck, shfmt, hadolint, yamllint, jsonlint, markdownlint, actionlint, codespell, cloc, tokei, scc, ctags, cscope, global, gtags, inotifywait, fswatch, getent",
 }
+
+// codeVarTable are the variables whose value a program runs as a command
+// line (git's ssh command and pager, man's and less's pagers, editors,
+// bash's prompt command, cargo's wrappers and runners, make's compilers,
+// npm's script shell). A * stands for any part of a name, once.
+var codeVarTable = []string{
+	"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_SEQUENCE_EDITOR", "GIT_PROXY_COMMAND",
+	"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
+	"LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND", "BROWSER", "BASH_ENV", "ENV",
+	"RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+	"CARGO_TARGET_*_RUNNER", "CARGO_TARGET_*_LINKER", "RUSTC", "RUSTDOC",
+	"CC", "CXX", "CPP", "LD", "FC", "HOSTCC", "CC_FOR_BUILD",
+	"npm_config_script_shell", "NPM_CONFIG_SCRIPT_SHELL", "YARN_SCRIPT_SHELL", "npm_config_git",
+}
+
+// codeVars and codeVarPatterns are codeVarTable as isCodeVar reads it.
+var codeVars, codeVarPatterns = func() (map[string]bool, []string) {
+	m := map[string]bool{}
+	var pats []string
+	for _, n := range codeVarTable {
+		if strings.Contains(n, "*") {
+			pats = append(pats, n)
+		} else {
+			m[n] = true
+		}
+	}
+	return m, pats
+}()

@@ -36,3 +36,17 @@ func TestParseErrorPrefix(t *testing.T) {
 		{cmd: "rm -rf /tmp/\xff", want: allow},
 	})
 }
+
+func TestCodeVariables(t *testing.T) {
+	runCases(t, "code variable", []tcase{
+		{cmd: `RUSTC_WRAPPER=reboot cargo build`, want: "power"},
+		{cmd: `CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER='rm -rf /' cargo test`, want: "rm-root"},
+		{cmd: `CC='rm -rf /' make`, want: "rm-root"},
+		{cmd: `make CC='reboot'`, want: "power"},
+		{cmd: `make --eval='x: ; reboot' x`, want: "power"},
+		{cmd: `npm_config_script_shell='rm -rf /' npm test`, want: "rm-root"},
+		{cmd: `RUSTC_WRAPPER=sccache cargo build`, want: allow},
+		{cmd: `CC=clang make CXX=clang++ all`, mode: ModeStrict, want: allow},
+		{cmd: `make --eval='x: ; echo ok' x`, want: allow},
+	})
+}
