@@ -764,10 +764,22 @@ func (c *checker) collectCall(src string, n *syntax.CallExpr) bool {
 		}
 	}
 	if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
-		// printf -v x FORMAT: a format without conversions is the value.
+		// printf -v x FORMAT ARGS...: what printf would print is the value,
+		// when it is modelled (printfText); else the value is unknown, never
+		// the format itself (printf -v c '\x72m' is rm).
 		name := n.Args[2].Lit()
-		if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
-			c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
+		args := make([]string, 0, len(n.Args)-3)
+		known := true
+		for _, a := range n.Args[3:] {
+			v, ok := c.staticString(a)
+			if !ok {
+				known = false
+				break
+			}
+			args = append(args, v)
+		}
+		if text, ok := printfText(args); known && ok {
+			c.vars.add(name, text)
 		} else {
 			c.vars.setUnknown(name)
 		}

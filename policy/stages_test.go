@@ -50,3 +50,23 @@ func TestCodeVariables(t *testing.T) {
 		{cmd: `make --eval='x: ; echo ok' x`, want: allow},
 	})
 }
+
+func TestUnknownNeverWrong(t *testing.T) {
+	runCases(t, "unknown value", []tcase{
+		{cmd: `printf -v c '\x72m'; $c -rf /`, want: "rm-root"},
+		{cmd: `printf -v c '%s' rm; $c -rf /`, want: "rm-root"},
+		{cmd: `printf -v c "$(date)"; $c -rf /`, mode: ModeStrict, want: "dynamic-command"},
+		{cmd: `cd / && rm -rf ${PWD::1}`, want: "rm-root"},
+		{cmd: `x=/tmp; rm -rf ${x::1}`, want: "rm-root"},
+		{cmd: `x=abc/; rm -rf /${x:3}`, want: "rm-root"},
+		{cmd: `x=/usr/lib; rm -rf ${x: -8:4}`, want: "rm-root"},
+		{cmd: `n=HOME; rm -rf ${!n}/..`, want: "rm-root"},
+		{cmd: `rm -rf "$BUILD"/*`, want: "rm-root"},
+		{cmd: `rm -rf "$(cat target)"`, mode: ModeStrict, want: "rm-root"},
+		{cmd: `rm -rf "$(cat target)"`, want: allow},
+		{cmd: `rm -rf "$TMPDIR/build"`, mode: ModeStrict, want: allow},
+		{cmd: `x=/tmp/build; rm -rf ${x:0:4}x`, want: allow},
+		{cmd: `printf -v n '%d' 3; seq $n`, mode: ModeStrict, want: allow},
+		{cmd: `cleanup() { rm -rf "$1"; }; cleanup ./build`, mode: ModeStrict, want: allow},
+	})
+}
