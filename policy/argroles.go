@@ -66,6 +66,15 @@ type program struct {
 	// stdin is (ed <<< '!cmd', sqlite3 <<< '.shell cmd').
 	stdin argRole
 	subs  map[string]*program
+	// filter names the function a filter computes of its stdin (follow.go),
+	// and filterWhen the options that make it one ("" for always).
+	filter     string
+	filterWhen []string
+	// reads are the files the program runs the text of (make its
+	// makefile, git its hooks), as readsRole: the text the script wrote to
+	// them is judged so (follow.go).
+	reads     []string
+	readsRole argRole
 	// partial: the entry names only some of the program's options and
 	// subcommands, so that in strict mode its operands are also read as a
 	// program and its arguments (programs the table does not know are).
@@ -165,6 +174,13 @@ func compileProgram(name, spec string) *program {
 			p.noDD = true
 		case tok == "nocluster":
 			p.noCluster = true
+		case key == "filter":
+			p.filter = val
+		case key == "reads":
+			pats, r, _ := strings.Cut(val, "=")
+			p.reads, p.readsRole = strings.Split(pats, "|"), parseRole(name, r)
+		case key == "when":
+			p.filterWhen = strings.Split(val, "|")
 		case tok == "partial":
 			p.partial = true
 		case tok == "oldstyle":

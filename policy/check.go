@@ -187,6 +187,11 @@ type checker struct {
 	// and goes back to the pool with the checker: a Get and a Put of the
 	// parsers' pool for each script cost more than the rest of release.
 	parser *pooledParser
+	// fdText are the descriptors exec opened on literal text (exec 3<<<...),
+	// and files the files the script wrote, with their text when it is
+	// known (follow.go).
+	fdText map[string]string
+	files  map[string]followedFile
 	// events are the judging walks' actions collect recorded (judgeEvent),
 	// of the scripts being judged, a nested script's after its parent's.
 	events []judgeEvent
@@ -262,6 +267,7 @@ func (c *checker) forget() {
 	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
 	c.shellLevel, c.callSrc, c.callExpr, c.outSubsts, c.lenient, c.inBody, c.intVars, c.outFed = 0, "", nil, false, 0, false, nil, nil
 	c.envDir, c.envDirSet, c.cwdSaved = "", false, c.cwdSaved[:0]
+	c.fdText, c.files = nil, nil
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -980,6 +986,7 @@ func (c *checker) bindArgs(name string, args []word) {
 type cmdContext struct {
 	stdin     []string // literal text piped into it by echo/printf, split into words
 	stdinKnow bool     // stdin is that literal text
+	stdinText *string  // and the text itself, its lines kept
 	fromFetch bool     // a pipeline stage before it downloads (curl, wget)
 	piped     bool     // it is a later stage of a pipeline
 	pipeline  string   // the pipeline's source text, to show in a refusal
@@ -1147,15 +1154,15 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
 	stages := appendStages(stageBuf[:0], b.X, ws)
 	stages = appendStages(stages, b.Y, ws)
 	fetched := false
+	text, known := "", false // what the stage before writes, when it is literal
 	for i, st := range stages {
 		if i > 0 {
 			var stdin []string
-			stdinKnow := false
-			if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
-				stdin, stdinKnow = c.literalOutput(src, prev)
-				if !stdinKnow {
-					stdin = findStarts(c, src, prev) // find / | xargs rm -rf
-				}
+			stdinKnow := known
+			if known {
+				stdin = ifsFields(text)
+			} else if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
+				stdin = findStarts(c, src, prev) // find / | xargs rm -rf
 			}
 			// The stage's commands read the pipe: the stage itself, or the commands
 			// of a group or subshell it is ({ sh; }, (bash)).
@@ -1164,9 +1171,16 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
 				ctx := ws.ctxs[call]
 				ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
 				ctx.stdin, ctx.stdinKnow = stdin, stdinKnow
+				if stdinKnow {
+					t := text
+					ctx.stdinText = &t
+				}
 				ws.setCtx(call, ctx)
 			}
 		}
+		// echo TEXT, and a filter (base64 -d, rev, tr) of known text: the
+		// next stage reads known text.
+		text, known = c.literalText(src, st, text, known)
 		fetched = fetched || c.fetches(src, st)
 	}
 }
@@ -1572,6 +1586,9 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 		if len(c.p.roots) > 0 {
 			c.checkPath(target, r.Op.String()+" "+target)
 		}
+	}
+	if !c.done() {
+		c.followRedirects(src, st, ws)
 	}
 }
 

@@ -149,6 +149,14 @@ func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 	if kind&(kindShell|kindWrapper) == 0 {
 		// The table's model of the program: the words that are code.
 		if prog := entry.prog; prog != nil {
+			if len(prog.reads) > 0 && len(c.files) > 0 {
+				if c.readFiles(prog, name, depth); c.done() {
+					return
+				}
+			}
+			if prog.filter != "" && prog.rest.role == roleWrite {
+				c.copiesStdin(prog, argv, &ctx) // echo 'cmd' | tee x.sh
+			}
 			if prog.active {
 				if c.programArgs(prog, name, argv, depth); c.done() {
 					return
@@ -827,7 +835,11 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContex
 	case "source", ".":
 		if len(args) > 0 {
 			if !args[0].dynamic && isFdPath(args[0].s) {
-				c.stdinScript(argv, ctx, depth) // . /dev/stdin <<< 'script'
+				c.stdinScript(argv, c.fdContext(args[0].s, ctx), depth) // . /dev/stdin <<< 'script'
+				return
+			}
+			if text, ok := c.fileText(args[0].s); ok && !args[0].dynamic {
+				c.childScript(text, depth+1) // echo 'cmd' > x.sh; . x.sh
 				return
 			}
 			c.procSubst(argv, args[0])
@@ -934,7 +946,10 @@ func (c *checker) shellNested(argv []word, ctx *cmdContext, depth int) {
 	case "file":
 		switch {
 		case !script.dynamic && isFdPath(script.s):
-			c.stdinScript(argv, ctx, depth) // bash /dev/fd/3 3<<<'script'
+			c.stdinScript(argv, c.fdContext(script.s, ctx), depth) // bash /dev/fd/3 3<<<'script'
+		case !script.dynamic && c.hasFileText(script.s):
+			text, _ := c.fileText(script.s)
+			c.childScript(text, depth+1) // echo 'cmd' > x.sh && sh x.sh
 		case strings.HasPrefix(script.s, "<(") || strings.HasPrefix(script.s, "$("):
 			c.procSubst(argv, script)
 		}
@@ -1194,6 +1209,8 @@ func (c *checker) stdinScript(argv []word, ctx *cmdContext, depth int) {
 	switch {
 	case ctx.hereDoc != nil:
 		c.childScript(*ctx.hereDoc, depth+1)
+	case ctx.stdinText != nil:
+		c.childScript(*ctx.stdinText, depth+1)
 	case ctx.stdinKnow:
 		c.childScript(strings.Join(ctx.stdin, " "), depth+1)
 	}

@@ -70,3 +70,26 @@ func TestUnknownNeverWrong(t *testing.T) {
 		{cmd: `cleanup() { rm -rf "$1"; }; cleanup ./build`, mode: ModeStrict, want: allow},
 	})
 }
+
+func TestLiteralTextFollowed(t *testing.T) {
+	runCases(t, "text followed", []tcase{
+		{cmd: `echo cm0gLXJmIC8= | base64 -d | bash`, want: "rm-root"},
+		{cmd: `echo 726d202d7266202f | xxd -r -p | sh`, want: "rm-root"},
+		{cmd: `echo toober | rev | bash`, want: "power"},
+		{cmd: `echo 'qm -qf /' | tr q r | sh`, want: "rm-root"},
+		{cmd: `base64 -d <<< cmVib290 | bash`, want: "power"},
+		{cmd: `exec 3<<<'rm -rf /'; sh <&3`, want: "rm-root"},
+		{cmd: `exec 3<<<'reboot'; . /dev/fd/3`, want: "power"},
+		{cmd: "exec 5<<'EOF'\nrm -rf /\nEOF\nsh <&5", want: "rm-root"},
+		{cmd: `echo 'rm -rf /' > /tmp/x.sh && sh /tmp/x.sh`, want: "rm-root"},
+		{cmd: "cat > t.sh <<'EOF'\nrm -rf /\nEOF\nsh t.sh", want: "rm-root"},
+		{cmd: `printf 'all:\n\trm -rf /\n' > Makefile; make`, want: "rm-root"},
+		{cmd: `echo reboot > .git/hooks/pre-commit && git commit -m x`, want: "power"},
+		{cmd: `echo 'rm -rf /' | tee s.sh && sh s.sh`, want: "rm-root"},
+		{cmd: `echo 'go test ./...' > run.sh && sh run.sh`, want: allow},
+		{cmd: `echo cm0gLXJmIC8= | base64 -d`, want: allow},
+		{cmd: `echo 'rm -rf /' > notes.txt && sh run.sh`, want: allow},
+		{cmd: `echo 'rm -rf /' > x.sh; echo ok > x.sh; sh x.sh`, want: allow},
+		{cmd: `exec 3<<<'echo ok'; cat <&3`, want: allow},
+	})
+}
