@@ -75,6 +75,12 @@ type program struct {
 	// them is judged so (follow.go).
 	reads     []string
 	readsRole argRole
+	// assigns: the operands before the command may be NAME=VALUE, the
+	// command's environment (env, cross-env).
+	assigns bool
+	// fetches: the program downloads what it prints (curl, wget), so that
+	// a shell it pipes into runs downloaded text.
+	fetches bool
 	// partial: the entry names only some of the program's options and
 	// subcommands, so that in strict mode its operands are also read as a
 	// program and its arguments (programs the table does not know are).
@@ -181,6 +187,10 @@ func compileProgram(name, spec string) *program {
 			p.reads, p.readsRole = strings.Split(pats, "|"), parseRole(name, r)
 		case key == "when":
 			p.filterWhen = strings.Split(val, "|")
+		case tok == "assigns":
+			p.assigns = true
+		case tok == "fetches":
+			p.fetches = true
 		case tok == "partial":
 			p.partial = true
 		case tok == "oldstyle":
@@ -680,4 +690,42 @@ func describeProgram(p *program) string {
 		fmt.Fprintf(&b, " operands from %d are %s;", p.restFrom, p.rest.describe())
 	}
 	return b.String()
+}
+
+// subArgv is, for a command whose table entry has a subcommand that runs a
+// program (pyenv exec CMD, uv run CMD), that program and its arguments;
+// nil if it has none.
+func subArgv(argv []word) []word {
+	if len(argv) < 2 || argv[1].dynamic {
+		return nil
+	}
+	p := lookupProgram(commandName(argv[0].s))
+	if p == nil || p.subs == nil {
+		return nil
+	}
+	sub := p.subs[argv[1].s]
+	if sub == nil || sub.restFrom == 0 || sub.rest.role != roleArgv {
+		return nil
+	}
+	operand := 0
+	for i := 2; i < len(argv); i++ {
+		a := argv[i]
+		if a.dynamic {
+			return nil
+		}
+		if a.s == "--" {
+			continue
+		}
+		if len(a.s) > 1 && a.s[0] == '-' {
+			if o, _, _, next := sub.optionOf(a.s); o != nil && next {
+				i++
+			}
+			continue
+		}
+		operand++
+		if operand == sub.restFrom {
+			return argv[i:]
+		}
+	}
+	return nil
 }

@@ -1480,13 +1480,20 @@ func (c *checker) callFetches(src string, call *syntax.CallExpr) bool {
 			continue
 		}
 		name := commandName(argv[0].s)
-		if !argv[0].dynamic && kindOf(name)&kindWrapper != 0 {
-			if argv = c.unwrapQuiet(argv); len(argv) == 0 {
-				continue
+		for range maxDepth {
+			if !argv[0].dynamic && kindOf(name)&kindWrapper != 0 {
+				if argv = c.unwrapQuiet(argv); len(argv) == 0 {
+					break
+				}
+				name = commandName(argv[0].s)
 			}
-			name = commandName(argv[0].s)
+			inner := subArgv(argv) // pyenv exec curl ...: the program it runs
+			if inner == nil {
+				break
+			}
+			argv, name = inner, commandName(inner[0].s)
 		}
-		if isFetcher(name) {
+		if len(argv) > 0 && isFetcher(name) {
 			found = true
 		}
 	}

@@ -500,7 +500,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 				i++
 				break
 			}
-			if name == "env" && strings.Contains(s, "=") && !strings.HasPrefix(s, "-") {
+			if w.prog.assigns && strings.Contains(s, "=") && !strings.HasPrefix(s, "-") {
 				if k, v, _ := strings.Cut(s, "="); isCodeVar(k) {
 					c.codeVar(k, v, 0)
 				}
@@ -811,7 +811,12 @@ func nameHash(name string) uint32 {
 // kindOf is nameEntries[name].kind.
 func kindOf(name string) nameKind { return entryOf(name).kind }
 
-func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
+// isFetcher reports whether the table says the program downloads what it
+// prints (curl, wget).
+func isFetcher(name string) bool {
+	p := lookupProgram(name)
+	return p != nil && p.fetches
+}
 
 // nested recurses into the scripts a command runs: sh -c, eval, trap, find -exec,
 // xargs, and shells fed a here-document or piped text.

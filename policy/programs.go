@@ -26,6 +26,15 @@ import "strings"
 //	oldstyle     the first word may be options without a dash (tar cf FILE)
 //	cfg=KEYS     the first operand is a configuration key, the second its
 //	             value: a command line when the key matches KEYS (git config)
+//	assigns      operands NAME=VALUE before the command set its environment
+//	partial      the line names only some of what the program does: in strict
+//	             mode its operands are read as an unknown program's are, and
+//	             from the first that names a program, as that program
+//	filter=KIND  what it prints is KIND (follow.go) of its stdin: cat,
+//	             base64, base32, hex, rev, tr; when=OPTS the options that
+//	             make it so (base64 -d)
+//	reads=PATS=ROLE  the files it runs (make its makefile, git its hooks):
+//	             the text the script wrote to a file matching PATS has ROLE
 //	stdin=ROLE   the text fed to its stdin (a here-document, a here-string,
 //	             literal text piped in) has the role: code:LANG (ed <<< '!cmd')
 //
@@ -51,7 +60,7 @@ import "strings"
 var programTable = []string{
 	// Wrappers: programs that run the rest of their words as a command.
 	// unwrap looks through every program whose operand is argv (wrappers).
-	"env: posix -u= -C= -S= -i -0 -v --unset= --chdir= --split-string= --ignore-environment --null --debug 1+=argv",
+	"env: posix assigns -u= -C= -S= -i -0 -v --unset= --chdir= --split-string= --ignore-environment --null --debug 1+=argv",
 	"nice: posix -n= --adjustment= 1+=argv",
 	"nohup: posix 1+=argv",
 	"timeout: posix -k= -s= -v -f --kill-after= --signal= --foreground --preserve-status --verbose 2+=argv",
@@ -241,7 +250,7 @@ var programTable = []string{
 	"watchexec: -e= -w= -i= -f= -s=cmd --shell=cmd -d= --exts= --watch= --ignore= --filter= --debounce= --signal= --delay-run= --on-busy-update= --project-origin= --workdir= -r -c -n -p -o= -W -N --restart --clear --postpone --no-vcs-ignore --no-default-ignore --no-meta --notify 1+=argv",
 	"entr: posix -a -c -d -n -p -r -s=cmd -z 1+=argv",
 	"nodemon: --exec=cmd -x=cmd -w= --watch= -e= --ext= -i= --ignore= -d= --delay= --signal= -V --verbose -q --quiet --legacy-watch -L",
-	"cross-env, cross-env-shell: posix 1+=argv",
+	"cross-env, cross-env-shell: posix assigns 1+=argv",
 	"dotenv, dotenv-cli: posix -e= -c= -v= -p= 1+=argv",
 	"direnv: ",
 	"direnv exec: 2+=argv",
@@ -271,8 +280,8 @@ var programTable = []string{
 	"truncate: -s= -r= --size= --reference= -c -o --no-create --io-blocks 1+=write",
 	"dd: nodd 1+=wpfx:of=",
 	"ddrescue: -b= -c= -d= -i= -o= -s= -f -n -r= -v -q 2=write",
-	"curl: -o=write --output=write -D=write --dump-header=write -c=write --cookie-jar=write --trace=write --trace-ascii=write --stderr=write --libcurl=write -K= --config= -d= --data= --data-binary= --data-raw= --data-urlencode= -F= --form= -H= --header= -X= --request= -u= --user= -A= --user-agent= -e= --referer= -b= --cookie= -T= --upload-file= -x= --proxy= -w= --write-out= -m= --max-time= --connect-timeout= --retry= -r= --range= -E= --cert= --key= --cacert= --resolve= --url= -s -S -f -L -k -v -i -I -O -J -g -G -n -N -q -Z -# --silent --show-error --fail --location --insecure --verbose --include --head --remote-name --remote-header-name --compressed --http1.1 --http2",
-	"wget: -O=write --output-document=write -o=write --output-file=write -a=write --append-output=write -P= --directory-prefix= -e= --execute= -i= --input-file= -t= --tries= -T= --timeout= -U= --user-agent= --header= --post-data= --post-file= --user= --password= --use-askpass=cmd -q -v -c -N -r -l= -k -p -m -np -nv -nc -nd -x --quiet --continue --recursive --mirror --no-check-certificate --spider",
+	"curl, fetch: fetches -o=write --output=write -D=write --dump-header=write -c=write --cookie-jar=write --trace=write --trace-ascii=write --stderr=write --libcurl=write -K= --config= -d= --data= --data-binary= --data-raw= --data-urlencode= -F= --form= -H= --header= -X= --request= -u= --user= -A= --user-agent= -e= --referer= -b= --cookie= -T= --upload-file= -x= --proxy= -w= --write-out= -m= --max-time= --connect-timeout= --retry= -r= --range= -E= --cert= --key= --cacert= --resolve= --url= -s -S -f -L -k -v -i -I -O -J -g -G -n -N -q -Z -# --silent --show-error --fail --location --insecure --verbose --include --head --remote-name --remote-header-name --compressed --http1.1 --http2",
+	"wget: fetches -O=write --output-document=write -o=write --output-file=write -a=write --append-output=write -P= --directory-prefix= -e= --execute= -i= --input-file= -t= --tries= -T= --timeout= -U= --user-agent= --header= --post-data= --post-file= --user= --password= --use-askpass=cmd -q -v -c -N -r -l= -k -p -m -np -nv -nc -nd -x --quiet --continue --recursive --mirror --no-check-certificate --spider",
 	"sort: -o=write --output=write -k= -t= -S= -T= --key= --field-separator= --buffer-size= --temporary-directory= --parallel= --batch-size= --compress-program=cmd -b -d -f -g -h -i -M -n -R -r -V -c -C -m -s -u -z",
 	// Formatters: which options take a value matters, so that a value is
 	// not taken for the dry run (-n) nor the device for a value.

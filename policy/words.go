@@ -387,6 +387,11 @@ func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 				}
 			}
 		}
+		if len(p.Stmts) == 1 {
+			if b, ok := p.Stmts[0].Cmd.(*syntax.BinaryCmd); ok && b.Op == syntax.Pipe {
+				return false // perhaps literal text through filters: partSegments decides
+			}
+		}
 		return true
 	case *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob:
 		return true
@@ -514,7 +519,29 @@ func (c *checker) cmdSubstText(src string, p *syntax.CmdSubst) (string, bool) {
 			}
 		}
 	}
+	if len(p.Stmts) == 1 {
+		if b, ok := p.Stmts[0].Cmd.(*syntax.BinaryCmd); ok && b.Op == syntax.Pipe {
+			// $(echo cm0gLXJmIC8= | base64 -d): literal text through filters.
+			var buf [8]*syntax.Stmt
+			text, known := "", false
+			for _, st := range pipeStages(buf[:0], p.Stmts[0]) {
+				if text, known = c.literalText(src, st, text, known); !known {
+					return "", false
+				}
+			}
+			return strings.TrimRight(text, "\n"), true // $(...) drops the trailing newlines
+		}
+	}
 	return "", false
+}
+
+// pipeStages appends the stages of the pipeline s (a | b | c).
+func pipeStages(stages []*syntax.Stmt, s *syntax.Stmt) []*syntax.Stmt {
+	if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && bc.Op == syntax.Pipe {
+		stages = pipeStages(stages, bc.X)
+		return pipeStages(stages, bc.Y)
+	}
+	return append(stages, s)
 }
 
 // paramInfo is what the script binds to the parameter of p, nil if nothing:
