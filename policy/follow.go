@@ -25,7 +25,7 @@ const maxFollowed = 64 << 10
 // here-document).
 func (c *checker) literalText(src string, st *syntax.Stmt, in string, inKnown bool) (string, bool) {
 	call, ok := st.Cmd.(*syntax.CallExpr)
-	if !ok || len(call.Args) == 0 {
+	if !ok || len(call.Args) == 0 || !mayWriteLiteral(call) {
 		return "", false
 	}
 	alts := c.callArgs(src, call, true)
@@ -71,6 +71,21 @@ func (c *checker) literalText(src string, st *syntax.Stmt, in string, inKnown bo
 		return "", false
 	}
 	return applyFilter(p, args, in)
+}
+
+// mayWriteLiteral reports whether call, by its name as written, may be
+// echo, printf or a filter: the others are not expanded to find out.
+func mayWriteLiteral(call *syntax.CallExpr) bool {
+	lit := wordLit(call.Args[0])
+	if lit == "" || strings.IndexByte(lit, '\\') >= 0 {
+		return true // quoted, escaped or expanded: only its expansion says
+	}
+	name := commandName(lit)
+	if name == "echo" || name == "printf" {
+		return true
+	}
+	p := lookupProgram(name)
+	return p != nil && p.filter != ""
 }
 
 // applyFilter is what the filter p, given args, prints of in.

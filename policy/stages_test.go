@@ -105,3 +105,10 @@ func TestTableReadsOptions(t *testing.T) {
 		{cmd: `parallel --jobs 2 ::: 'go vet ./...' 'go test ./...'`, want: allow},
 	})
 }
+
+func TestQuotedLiteralWriter(t *testing.T) {
+	runCases(t, "quoted writer", []tcase{
+		{cmd: `"echo" / | xargs rm -rf`, want: "rm-root"},
+		{cmd: `e\cho cm0gLXJmIC8= | base64 -d | sh`, want: "rm-root"},
+	})
+}
