@@ -205,15 +205,6 @@ func inlineCode(name string, args []word) bool {
 	return false
 }
 
-// privilegeRunners run a command as another user, with other capabilities,
-// or in another namespace or service manager: whatever they run, they are
-// refused for what they are.
-var privilegeRunners = map[string]bool{
-	"sudo": true, "su": true, "doas": true, "pkexec": true, "run0": true, "sudoedit": true, "gosu": true,
-	"su-exec": true, "runuser": true, "setpriv": true, "capsh": true, "nsenter": true, "systemd-run": true,
-	"sg": true, "newgrp": true, "chpst": true, "setuidgid": true,
-}
-
 // options returns the option words before "--".
 func options(args []word) []string {
 	var out []string

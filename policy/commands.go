@@ -574,10 +574,6 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 	return nil, "", nameEntry{}, false, false, false
 }
 
-// stringRunners are the programs stringRunner knows, which unwrap asks it
-// about (by their kind): the others run no string.
-var stringRunners = []string{"flock", "parallel"}
-
 // stringRunner returns the script a runner hands to a shell as a string:
 // flock LOCK -c CMD, parallel ::: CMD... (each argument a command). ok is
 // false when name is no such runner, or this use of it runs a program with
@@ -644,17 +640,6 @@ func shellFields(s string) []word {
 		out = append(out, word{s: strings.Trim(f, `'"`)})
 	}
 	return out
-}
-
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true,
-	"yash": true, "fish": true, "rbash": true, "ksh93": true, "pdksh": true, "oksh": true, "loksh": true, "rksh": true,
-	"posh": true, "csh": true, "tcsh": true, "hush": true, "msh": true}
-
-// interpreters read a program from stdin when given no program argument; the
-// value lists their options that take the program or a value.
-var interpreters = map[string]string{
-	"python": "cmWXQ", "python2": "cmWXQ", "python3": "cmWXQ", "perl": "eElImMx", "ruby": "eIrE",
-	"node": "epr", "nodejs": "epr", "php": "rfBRFEdcz", "lua": "el", "tclsh": "", "awk": "fv",
 }
 
 // nameKind is what the tables above (and privilegeRunners) say of a program
@@ -1260,13 +1245,6 @@ func (c *checker) operatorDeny(name, match string, args []word) {
 		}
 	}
 	c.denyPatterns(match)
-}
-
-// harmlessBuiltins run no program; allowlist mode never needs to name them.
-var harmlessBuiltins = map[string]bool{
-	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "echo": true,
-	"printf": true, "exit": true, "return": true, "export": true, "set": true, "unset": true, "shift": true,
-	"read": true, "local": true, "declare": true, "wait": true,
 }
 
 // allowlisted applies allowlist mode.

@@ -108,19 +108,19 @@ func applyFilter(p *program, args []string, in string) (string, bool) {
 		return "", false
 	}
 	switch p.filter {
-	case "cat":
+	case "copy":
 		if len(ops) > 0 && !(len(ops) == 1 && ops[0] == "-") {
-			if p.name == "tee" {
+			if p.restFrom > 0 && p.rest.role == roleWrite {
 				return in, true // tee FILE... copies its stdin to its stdout too
 			}
 			return "", false // cat FILE: a file's text is not known here
 		}
 		return in, true
-	case "base64", "base32":
+	case "base64-decode", "base32-decode":
 		s := strings.Join(strings.Fields(in), "")
 		var b []byte
 		var err error
-		if p.filter == "base64" {
+		if p.filter == "base64-decode" {
 			b, err = base64.StdEncoding.DecodeString(s)
 			if err != nil {
 				b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
@@ -129,10 +129,10 @@ func applyFilter(p *program, args []string, in string) (string, bool) {
 			b, err = base32.StdEncoding.DecodeString(s)
 		}
 		return string(b), err == nil && len(ops) == 0
-	case "hex":
+	case "hex-decode":
 		b, err := hex.DecodeString(strings.Join(strings.Fields(in), ""))
 		return string(b), err == nil && len(ops) == 0
-	case "rev":
+	case "reverse":
 		if len(ops) > 0 {
 			return "", false
 		}
@@ -145,7 +145,7 @@ func applyFilter(p *program, args []string, in string) (string, bool) {
 			lines[i] = string(r)
 		}
 		return strings.Join(lines, "\n"), true
-	case "tr":
+	case "translate":
 		if len(ops) != 2 || len(args) != 2 {
 			return "", false // tr -d, -s, -c: not modelled
 		}

@@ -30,8 +30,8 @@ import "strings"
 //	partial      the line names only some of what the program does: in strict
 //	             mode its operands are read as an unknown program's are, and
 //	             from the first that names a program, as that program
-//	filter=KIND  what it prints is KIND (follow.go) of its stdin: cat,
-//	             base64, base32, hex, rev, tr; when=OPTS the options that
+//	filter=KIND  what it prints is KIND (follow.go) of its stdin: copy,
+//	             base64-decode, base32-decode, hex-decode, reverse, translate; when=OPTS the options that
 //	             make it so (base64 -d)
 //	reads=PATS=ROLE  the files it runs (make its makefile, git its hooks):
 //	             the text the script wrote to a file matching PATS has ROLE
@@ -275,7 +275,7 @@ var programTable = []string{
 	"as, ld, nasm, yasm: nocluster -o=write",
 	"install: -t=dir --target-directory=dir -m= -o= -g= -S= -Z= --mode= --owner= --group= --suffix= -b -c -C -d -D -p -s -v -T --backup --compare --directory --preserve-timestamps --strip --verbose --no-target-directory last=write",
 	"cp, mv, ln, link: -t=dir --target-directory=dir -S= --suffix= --backup= --reflink= --sparse= --preserve= --no-preserve= -a -b -d -f -i -H -l -L -n -P -p -R -r -s -T -u -v -x --archive --force --recursive --symbolic --no-target-directory --update --verbose --parents last=write",
-	"tee: filter=cat -a -i -p --append --ignore-interrupts --output-error= 1+=write",
+	"tee: filter=copy -a -i -p --append --ignore-interrupts --output-error= 1+=write",
 	"shred: -n= -s= --iterations= --size= --random-source= -f -u -v -x -z --force --remove --verbose --exact --zero 1+=write",
 	"truncate: -s= -r= --size= --reference= -c -o --no-create --io-blocks 1+=write",
 	"dd: nodd 1+=wpfx:of=",
@@ -348,12 +348,12 @@ var programTable = []string{
 	// decoder), so that literal text through them is still known
 	// (echo cm0gLXJmIC8= | base64 -d | sh). filter=KIND names the function,
 	// when=OPTIONS the options that make it one (base64 without -d encodes).
-	"cat: filter=cat -A -b -e -E -n -s -t -T -u -v",
-	"base64: filter=base64 when=-d|--decode|-D -i -w= --ignore-garbage --wrap=",
-	"base32: filter=base32 when=-d|--decode -i -w= --ignore-garbage --wrap=",
-	"xxd: filter=hex when=-r -p -c= -g= -l= -s= -u --ps --plain --revert",
-	"rev: filter=rev",
-	"tr: filter=tr",
+	"cat: filter=copy -A -b -e -E -n -s -t -T -u -v",
+	"base64: filter=base64-decode when=-d|--decode|-D -i -w= --ignore-garbage --wrap=",
+	"base32: filter=base32-decode when=-d|--decode -i -w= --ignore-garbage --wrap=",
+	"xxd: filter=hex-decode when=-r -p -c= -g= -l= -s= -u --ps --plain --revert",
+	"rev: filter=reverse",
+	"tr: filter=translate",
 	"echo, printf, true, false, :, test, [, [[, pwd, cd, pushd, popd, dirs, exit, return, export, declare, typeset, local, readonly, set, unset, shift, read, mapfile, readarray, getopts, wait, jobs, fg, bg, disown, kill, killall, pkill, pgrep, alias, unalias, hash, type, which, whereis, whatis, apropos, help, umask, ulimit, times, let, shopt, enable, caller, complete, compgen, history, fc, logout, suspend, sleep, usleep, yes, seq, date, cal, uname, hostname, id, whoami, groups, users, who, w, last, uptime, tty, stty, tput, reset, clear, locale, getconf, nproc, arch, lscpu, lsmem, lsusb, lspci, lsmod, lshw, free, vmstat, iostat, mpstat, sar, top, htop, btop, atop, ps, pstree, pidof, lsof, fuser, du, df, stat, file, ls, dir, vdir, tree, exa, eza, lsd, tac, nl, head, tail, wc, cut, paste, join, comm, diff, diff3, sdiff, cmp, patch, expand, unexpand, fold, fmt, pr, column, uniq, shuf, od, hexdump, strings, basenc, md5sum, sha1sum, sha224sum, sha256sum, sha384sum, sha512sum, b2sum, cksum, sum, grep, egrep, fgrep, rg, ag, ack, jq, yq, xq, gojq, jless, fx, gron, csvlook, mlr, xsv, qsv, bat, batcat, highlight, pygmentize, realpath, readlink, basename, dirname, pathchk, mktemp, mkdir, rmdir, touch, chmod, chown, chgrp, chattr, lsattr, getfacl, setfacl, rm, unlink, mkfifo, mknod, sync, gzip, gunzip, zcat, bzip2, bunzip2, bzcat, xz, unxz, xzcat, zstd, unzstd, zstdcat, lz4, lzma, unlzma, 7z, 7za, unzip, zipinfo, unrar, cpio, ar, ranlib, nm, objdump, readelf, size, strip, addr2line, c++filt, ldd, gzexe, iconv, dos2unix, unix2dos, recode, envsubst, gettext, ngettext, msgfmt, xgettext, numfmt, factor, expr, units, tsort, csplit, look, spell, aspell, hunspell, wdiff, colordiff, delta, difft, tldr, cheat, fortune, cowsay, figlet, toilet, lolcat, banner, sl, notify-send, wall, write, mesg, logger, systemd-cat, printenv, dircolors, curlie, http, https, xh, httpie, ab, wrk, hey, siege, vegeta, gpg, gpg2, age, ssh-add, keychain, pass, sqlformat, sqlfluff, shellcheck, shfmt, hadolint, yamllint, jsonlint, markdownlint, actionlint, codespell, cloc, tokei, scc, ctags, cscope, global, gtags, inotifywait, fswatch, getent",
 }
 
@@ -384,3 +384,39 @@ var codeVars, codeVarPatterns = func() (map[string]bool, []string) {
 	}
 	return m, pats
 }()
+
+// The kinds of programs the judging reads by name: what each kind does is
+// in commands.go and builtin.go, which program is of which kind is here.
+
+// privilegeRunners run a command as another user, with other capabilities,
+// or in another namespace or service manager: whatever they run, they are
+// refused for what they are.
+var privilegeRunners = map[string]bool{
+	"sudo": true, "su": true, "doas": true, "pkexec": true, "run0": true, "sudoedit": true, "gosu": true,
+	"su-exec": true, "runuser": true, "setpriv": true, "capsh": true, "nsenter": true, "systemd-run": true,
+	"sg": true, "newgrp": true, "chpst": true, "setuidgid": true,
+}
+
+// stringRunners are the programs stringRunner knows, which unwrap asks it
+// about (by their kind): the others run no string.
+var stringRunners = []string{"flock", "parallel"}
+
+// shells are the programs that are a shell: their -c string, their stdin
+// and their script operand are shell code (shellNested).
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true,
+	"yash": true, "fish": true, "rbash": true, "ksh93": true, "pdksh": true, "oksh": true, "loksh": true, "rksh": true,
+	"posh": true, "csh": true, "tcsh": true, "hush": true, "msh": true}
+
+// interpreters read a program from stdin when given no program argument; the
+// value lists their options that take the program or a value.
+var interpreters = map[string]string{
+	"python": "cmWXQ", "python2": "cmWXQ", "python3": "cmWXQ", "perl": "eElImMx", "ruby": "eIrE",
+	"node": "epr", "nodejs": "epr", "php": "rfBRFEdcz", "lua": "el", "tclsh": "", "awk": "fv",
+}
+
+// harmlessBuiltins run no program; allowlist mode never needs to name them.
+var harmlessBuiltins = map[string]bool{
+	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "echo": true,
+	"printf": true, "exit": true, "return": true, "export": true, "set": true, "unset": true, "shift": true,
+	"read": true, "local": true, "declare": true, "wait": true,
+}
