@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -377,27 +376,6 @@ func (c *checker) script(src string, depth int) {
 	c.judgeParsed(src, f, depth)
 }
 
-// parsePrefix parses the statements of src before its first syntax error,
-// as sh reads and runs them one by one; nil if there are none.
-func (c *checker) parsePrefix(src string) *syntax.File {
-	if c.parser == nil {
-		c.parser = parsers.Get().(*pooledParser)
-	}
-	p := c.parser
-	p.reader.Reset(src)
-	var stmts []*syntax.Stmt
-	for st, err := range p.parser.StmtsSeq(&p.reader) {
-		if err != nil {
-			break
-		}
-		stmts = append(stmts, st)
-	}
-	if len(stmts) == 0 {
-		return nil
-	}
-	return &syntax.File{Stmts: stmts}
-}
-
 // judgeParsed judges the parsed script f of the source src.
 func (c *checker) judgeParsed(src string, f *syntax.File, depth int) {
 	if !mayBind(src) {
@@ -545,44 +523,6 @@ func (c *checker) codeVar(name, value string, depth int) {
 		value = strings.ReplaceAll(value, "%s", "file")
 	}
 	c.childScript(value, depth+1)
-}
-
-// parsers are reused, with their reader: a parser's buffers are most of the
-// cost of a short check.
-var parsers = sync.Pool{New: func() any {
-	return &pooledParser{parser: syntax.NewParser(syntax.Variant(syntax.LangBash))}
-}}
-
-type pooledParser struct {
-	parser *syntax.Parser
-	reader strings.Reader
-}
-
-func parse(src string) (*syntax.File, error) {
-	p := parsers.Get().(*pooledParser)
-	defer parsers.Put(p)
-	return p.parse(src)
-}
-
-// errTooComplex is parse's refusal of a script that could exhaust the
-// parser (complexity.go).
-var errTooComplex = errors.New("too complex to parse")
-
-func (p *pooledParser) parse(src string) (*syntax.File, error) {
-	if tooComplex(src) {
-		return nil, errTooComplex
-	}
-	p.reader.Reset(src)
-	return p.parser.Parse(&p.reader, "")
-}
-
-// parse is parse with c's parser. A parse ends before its tree is walked, so
-// the scripts a script nests are parsed after it, not during.
-func (c *checker) parse(src string) (*syntax.File, error) {
-	if c.parser == nil {
-		c.parser = parsers.Get().(*pooledParser) // kept: the checker holds it from now on
-	}
-	return c.parser.parse(src)
 }
 
 // stateSize measures what collect may add (variables, functions, aliases); it
