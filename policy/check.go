@@ -1120,7 +1120,9 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
 		}
 		// echo TEXT, and a filter (base64 -d, rev, tr) of known text: the
 		// next stage reads known text.
-		text, known = c.literalText(src, st, text, known)
+		if i+1 < len(stages) {
+			text, known = c.literalText(src, st, text, known)
+		}
 		fetched = fetched || c.fetches(src, st)
 	}
 }

@@ -239,6 +239,9 @@ func (c *checker) followRedirects(src string, st *syntax.Stmt, ws *walkState) {
 // wrote records that the script wrote text (known, else unknown) to the
 // file target.
 func (c *checker) wrote(target, text string, known, appended bool) {
+	if !known && len(c.files) == 0 {
+		return // nothing known to forget: most redirects (> build.log) end here
+	}
 	key := c.followedPath(target)
 	if key == "" {
 		return
@@ -311,16 +314,29 @@ func (c *checker) readFiles(p *program, name string, depth int) {
 }
 
 // pathMatches reports whether the path key ends with the components of pat
-// (a * matches one component, or part of one).
+// (a * matches one component, or part of one). It splits neither: it is
+// asked for every file written and every pattern of each program that
+// reads files.
 func pathMatches(key, pat string) bool {
-	kc, pc := strings.Split(key, "/"), strings.Split(pat, "/")
-	if len(pc) > len(kc) {
-		return false
-	}
-	kc = kc[len(kc)-len(pc):]
-	for i := range pc {
-		if ok, _ := path.Match(pc[i], kc[i]); !ok {
+	for pat != "" {
+		var pc, kc string
+		if k := strings.LastIndexByte(pat, '/'); k >= 0 {
+			pc, pat = pat[k+1:], pat[:k]
+		} else {
+			pc, pat = pat, ""
+		}
+		k := strings.LastIndexByte(key, '/')
+		if k < 0 {
 			return false
+		}
+		kc, key = key[k+1:], key[:k]
+		if pc != kc {
+			if !strings.ContainsAny(pc, "*?[") {
+				return false
+			}
+			if ok, _ := path.Match(pc, kc); !ok {
+				return false
+			}
 		}
 	}
 	return true
