@@ -26,6 +26,8 @@ const (
 	roleKV           // KEY=VALUE, VALUE a command line when KEY matches keys
 	rolePrefix       // a command line after one of keys
 	roleWPrefix      // a file written, after one of keys (dd of=)
+	roleSplit        // a command line split into a program and its arguments (env -S)
+	roleChdir        // the directory the command runs in (env -C)
 )
 
 // argRole is a role with what it needs: the language of code, the keys of
@@ -81,6 +83,12 @@ type program struct {
 	// fetches: the program downloads what it prints (curl, wget), so that
 	// a shell it pipes into runs downloaded text.
 	fetches bool
+	// multicall: the first operand names the program it is (busybox rm);
+	// numOption: -N is an option (nice -10); appends: the command gets
+	// what the program reads appended (xargs); query: options with which
+	// it runs nothing (command -v).
+	multicall, numOption, appends bool
+	query                         []string
 	// partial: the entry names only some of the program's options and
 	// subcommands, so that in strict mode its operands are also read as a
 	// program and its arguments (programs the table does not know are).
@@ -191,6 +199,14 @@ func compileProgram(name, spec string) *program {
 			p.assigns = true
 		case tok == "fetches":
 			p.fetches = true
+		case tok == "multicall":
+			p.multicall = true
+		case tok == "numopt":
+			p.numOption = true
+		case tok == "appends":
+			p.appends = true
+		case key == "query":
+			p.query = strings.Split(val, "|")
 		case tok == "partial":
 			p.partial = true
 		case tok == "oldstyle":
@@ -269,6 +285,10 @@ func parseRole(name, s string) argRole {
 		return argRole{role: roleKV, keys: strings.Split(strings.ToLower(arg), "|")}
 	case "pfx":
 		return argRole{role: rolePrefix, keys: strings.Split(arg, "|")}
+	case "split":
+		return argRole{role: roleSplit}
+	case "chdir":
+		return argRole{role: roleChdir}
 	case "wpfx":
 		return argRole{role: roleWPrefix, keys: strings.Split(arg, "|")}
 	}

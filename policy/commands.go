@@ -463,8 +463,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			return argv, base, entryOf(base), extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
-		switch name {
-		case "sudo", "doas":
+		if kind&kindPrivilege != 0 {
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
 			return nil, "", nameEntry{}, false, false, false
 		}
@@ -474,17 +473,17 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			}
 		}
 		rest := argv[1:]
-		if name == "busybox" || name == "toybox" {
+		if w.prog.multicall {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
 				return nil, "", nameEntry{}, false, false, false // busybox --list, --help: runs nothing
 			}
 			argv = rest
 			continue
 		}
-		if name == "command" {
+		if len(w.prog.query) > 0 {
 			for _, a := range rest {
-				if a.s == "-v" || a.s == "-V" {
-					return nil, "", nameEntry{}, false, false, false // only prints what the name is
+				if slices.Contains(w.prog.query, a.s) {
+					return nil, "", nameEntry{}, false, false, false // command -v: only prints what the name is
 				}
 			}
 		}
@@ -507,14 +506,14 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 				i++ // NAME=VALUE
 				continue
 			}
-			if name == "env" && s == "-" {
+			if w.prog.assigns && s == "-" { // env -: -i
 				i++
 				continue
 			}
 			if !strings.HasPrefix(s, "-") || s == "-" {
 				break
 			}
-			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
+			if w.prog.numOption && len(s) > 1 && isDigits(s[1:]) {
 				i++ // nice -10
 				continue
 			}
@@ -525,9 +524,9 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 				if next && i+1 < len(rest) {
 					v = rest[i+1]
 				}
-				if name == "env" && (key == "-S" || key == "--split-string") {
+				if o.arg.role == roleSplit {
 					split = append(split, shellFields(v.s)...) // env -S "cmd args"
-				} else if name == "env" && (key == "-C" || key == "--chdir") {
+				} else if o.arg.role == roleChdir {
 					c.envDir, c.envDirSet = v.s, !v.dynamic // env -C DIR CMD: CMD runs in DIR
 				} else if o.arg.role != roleData && o.arg.role != roleRest {
 					// time -o FILE, strace -o FILE: the table's role of the value.
@@ -557,7 +556,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		if i >= len(rest) {
 			return nil, "", nameEntry{}, false, false, false // the wrapper alone runs nothing of concern
 		}
-		if name == "xargs" {
+		if w.prog.appends {
 			extra = true
 		}
 		argv = rest[i:]
@@ -615,7 +614,7 @@ func (c *checker) unwrapQuiet(argv []word) []word {
 		aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
 		argsCache: map[*syntax.CallExpr][][]word{}}
 	cmd, _, _, _, _, _ := quiet.unwrap(argv, &cmdContext{})
-	if cmd == nil && len(argv) > 0 && (commandName(argv[0].s) == "sudo" || commandName(argv[0].s) == "doas") {
+	if cmd == nil && len(argv) > 0 && kindOf(commandName(argv[0].s))&(kindPrivilege|kindWrapper) == kindPrivilege|kindWrapper {
 		return argv[1:]
 	}
 	return cmd

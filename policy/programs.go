@@ -26,6 +26,10 @@ import "strings"
 //	oldstyle     the first word may be options without a dash (tar cf FILE)
 //	cfg=KEYS     the first operand is a configuration key, the second its
 //	             value: a command line when the key matches KEYS (git config)
+//	multicall    the first operand names the program it is (busybox rm)
+//	numopt       -N is an option (nice -10)
+//	appends      the command it runs gets what it reads appended (xargs)
+//	query=OPTS   with one of OPTS it runs nothing (command -v)
 //	assigns      operands NAME=VALUE before the command set its environment
 //	partial      the line names only some of what the program does: in strict
 //	             mode its operands are read as an unknown program's are, and
@@ -53,6 +57,8 @@ import "strings"
 //	kv:KEYS    KEY=VALUE (or KEY VALUE): VALUE is a command line when KEY
 //	           matches one of KEYS (a|b|c, * as in a glob, case ignored)
 //	pfx:PFXS   a command line follows one of the prefixes PFXS (a|b)
+//	split      a command line split into a program and its arguments (env -S)
+//	chdir      the directory the command runs in (env -C)
 //
 // The option words of a spec are what the checker needs to read the
 // arguments right: which options take a value, so that the value is not
@@ -60,8 +66,8 @@ import "strings"
 var programTable = []string{
 	// Wrappers: programs that run the rest of their words as a command.
 	// unwrap looks through every program whose operand is argv (wrappers).
-	"env: posix assigns -u= -C= -S= -i -0 -v --unset= --chdir= --split-string= --ignore-environment --null --debug 1+=argv",
-	"nice: posix -n= --adjustment= 1+=argv",
+	"env: posix assigns -u= -C=chdir -S=split -i -0 -v --unset= --chdir=chdir --split-string=split --ignore-environment --null --debug 1+=argv",
+	"nice: posix numopt -n= --adjustment= 1+=argv",
 	"nohup: posix 1+=argv",
 	"timeout: posix -k= -s= -v -f --kill-after= --signal= --foreground --preserve-status --verbose 2+=argv",
 	"stdbuf: posix -i= -o= -e= --input= --output= --error= 1+=argv",
@@ -70,13 +76,13 @@ var programTable = []string{
 	"chrt: posix -T= -P= -D= -a -b -d -f -i -o -r -R -m -p -v --all-tasks --batch --deadline --fifo --idle --other --rr --reset-on-fork 2+=argv",
 	"taskset: posix -a -c -p --all-tasks --cpu-list --pid 2+=argv",
 	"time: posix -f= -o=write -a -p -v -q --format= --output=write --append --portability --verbose --quiet 1+=argv",
-	"command: posix -p -v -V 1+=argv",
+	"command: posix query=-v|-V -p -v -V 1+=argv",
 	"exec: posix -a= -c -l 1+=argv",
 	"builtin: posix 1+=argv",
-	"xargs: posix -a= -d= -E= -e= -I= -i= -L= -l= -n= -P= -s= -0 -o -p -r -t -x --arg-file= --delimiter= --eof= --replace= --max-lines= --max-args= --max-procs= --max-chars= --process-slot-var= --null --open-tty --interactive --no-run-if-empty --verbose --exit 1+=argv",
+	"xargs: posix appends -a= -d= -E= -e= -I= -i= -L= -l= -n= -P= -s= -0 -o -p -r -t -x --arg-file= --delimiter= --eof= --replace= --max-lines= --max-args= --max-procs= --max-chars= --process-slot-var= --null --open-tty --interactive --no-run-if-empty --verbose --exit 1+=argv",
 	"unbuffer: posix -p 1+=argv",
 	"flock: posix -w= -E= -c=cmd -s -x -u -n -o -F --timeout= --conflict-exit-code= --command=cmd --shared --exclusive --unlock --nonblock --close --no-fork --verbose 2+=argv",
-	"busybox, toybox: posix 1+=argv",
+	"busybox, toybox: posix multicall 1+=argv",
 	"ld.so: posix --library-path= --preload= --argv0= --audit= --inhibit-rpath= --inhibit-cache --list --verify 1+=argv",
 	"chronic: posix -e -v 1+=argv",
 	"strace: posix -a= -e= -E= -I= -o=write -O= -p= -P= -s= -S= -u= -U= -X= -b= -c -C -d -D -f -F -i -k -n -q -r -t -T -v -V -w -x -y -Y -z -Z --output=write --trace= --signal= --attach= --user= --env= 1+=argv",
