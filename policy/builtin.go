@@ -270,9 +270,10 @@ func (c *checker) anyRootPath(ws []word) bool {
 }
 
 // unknownRootTarget reports whether a target only known at run time could
-// be / or a top-level system directory: its literal part, with every unknown
-// part empty, is one ("$x"/*, ${!n}/..); in strict mode also a target that
-// is all unknown ("$(cat target)"), but for a function's unbound arguments.
+// be /: its literal part, with every unknown part empty, is / ("$x"/*,
+// ${!n}/..); in strict mode also when that is a top-level system directory
+// ("$x/usr") or the target is all unknown ("$(cat target)"), but for a
+// function's unbound arguments.
 func (c *checker) unknownRootTarget(ws []word) bool {
 	for _, w := range ws {
 		if !w.dynamic || mentionsHome(w.s) {
@@ -285,10 +286,28 @@ func (c *checker) unknownRootTarget(ws []word) bool {
 				return true
 			}
 		case strings.HasPrefix(lit, "/") && isRootPath(word{s: lit}):
-			return true
+			// Standard mode refuses the target that reaches / itself
+			// ("$x"/*, ${!n}/..); strict also one that reaches a system
+			// directory ("$x/usr", which is $DESTDIR/usr as often).
+			if c.strict() || rootItself(lit) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// rootItself reports whether the path p is / (with any trailing "/", "/*"
+// or "/.*", and any "..").
+func rootItself(p string) bool {
+	for {
+		t := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, "/*"), "/.*"), "/")
+		if t == p {
+			break
+		}
+		p = t
+	}
+	return p == "" || cleanPath(p) == "/"
 }
 
 // literalRemainder is the source text of a dynamic word with its

@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The families of issue 37, a few examples each (the fresh corpus,
 // testdata/fresh_corpus.json, has more).
@@ -110,5 +113,56 @@ func TestQuotedLiteralWriter(t *testing.T) {
 	runCases(t, "quoted writer", []tcase{
 		{cmd: `"echo" / | xargs rm -rf`, want: "rm-root"},
 		{cmd: `e\cho cm0gLXJmIC8= | base64 -d | sh`, want: "rm-root"},
+	})
+}
+
+// TestFollowedTextLimit pushes past maxFollowed: a file's text longer than
+// it is not kept, so running the file is not judged by it (the container
+// stays the boundary), while the same text under the limit is.
+func TestFollowedTextLimit(t *testing.T) {
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pad     int
+		allowed bool
+	}{{100, false}, {maxFollowed - 100, false}, {maxFollowed + 1, true}} {
+		cmd := "echo '#" + strings.Repeat("x", c.pad) + "\nrm -rf /' > x.sh && sh x.sh"
+		if d := p.Check(cmd); d.Allowed != c.allowed {
+			t.Errorf("a file of %d bytes then sh: allowed=%v rule %q, want allowed=%v", c.pad+10, d.Allowed, d.Rule, c.allowed)
+		}
+	}
+}
+
+// TestParsePrefixLarge judges the statements before a syntax error at the
+// end of a large script, and stays within the step budget.
+func TestParsePrefixLarge(t *testing.T) {
+	p, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("echo ok\n", 16<<10)
+	for _, c := range []struct {
+		cmd, rule string
+	}{
+		{body + "fi", ""},
+		{body + "rm -rf /\nfi", "rm-root"},
+		{"rm -rf /\n" + body + "fi", "rm-root"},
+	} {
+		d := p.Check(c.cmd)
+		if d.Rule != c.rule && !(c.rule == "" && d.Rule == "too-complex") {
+			t.Errorf("%d bytes, then a syntax error: rule %q, want %q", len(c.cmd), d.Rule, c.rule)
+		}
+	}
+}
+
+func TestUnknownTargetReach(t *testing.T) {
+	runCases(t, "unknown target", []tcase{
+		{cmd: `rm -rf "$DESTDIR/usr"`, want: allow},
+		{cmd: `rm -rf "$DESTDIR/usr"`, mode: ModeStrict, want: "rm-root"},
+		{cmd: `rm -rf "$x"/.*`, want: "rm-root"},
+		{cmd: `rm -rf "$x/"`, want: "rm-root"},
+		{cmd: `rm -rf "$DESTDIR/usr/lib/app"`, mode: ModeStrict, want: allow},
 	})
 }
