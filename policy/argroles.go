@@ -83,6 +83,8 @@ type program struct {
 	// fetches: the program downloads what it prints (curl, wget), so that
 	// a shell it pipes into runs downloaded text.
 	fetches bool
+	// runsSub: a subcommand runs a program (pyenv exec CMD), for subArgv.
+	runsSub bool
 	// multicall: the first operand names the program it is (busybox rm);
 	// numOption: -N is an option (nice -10); appends: the command gets
 	// what the program reads appended (xargs); query: options with which
@@ -147,6 +149,9 @@ func compilePrograms(lines []string) map[string]*program {
 			panic("programTable: " + p.name + " twice")
 		}
 		parent.subs[sub] = p
+		if p.restFrom > 0 && p.rest.role == roleArgv {
+			parent.runsSub = true
+		}
 	}
 	// A program with an active subcommand is active.
 	var mark func(p *program) bool

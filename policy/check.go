@@ -1423,11 +1423,16 @@ func (c *checker) callFetches(src string, call *syntax.CallExpr) bool {
 		}
 		name := commandName(argv[0].s)
 		for range maxDepth {
-			if !argv[0].dynamic && kindOf(name)&kindWrapper != 0 {
+			e := entryOf(name)
+			if !argv[0].dynamic && e.kind&kindWrapper != 0 {
 				if argv = c.unwrapQuiet(argv); len(argv) == 0 {
 					break
 				}
 				name = commandName(argv[0].s)
+				e = entryOf(name)
+			}
+			if e.prog == nil || !e.prog.runsSub {
+				break
 			}
 			inner := subArgv(argv) // pyenv exec curl ...: the program it runs
 			if inner == nil {

@@ -223,8 +223,8 @@ func (c *checker) followRedirects(src string, st *syntax.Stmt, ws *walkState) {
 				ws.setCtx(call, ctx)
 			}
 		case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
-			if r.N != nil && r.N.Value != "1" {
-				continue
+			if r.N != nil && r.N.Value != "1" || len(c.files) == 0 && !mayWriteLiteral(call) {
+				continue // > build.log of a command that writes no literal text, and no file to forget
 			}
 			target, ok := c.staticString(r.Word)
 			if !ok {
@@ -330,7 +330,7 @@ func pathMatches(key, pat string) bool {
 			return false
 		}
 		kc, key = key[k+1:], key[:k]
-		if pc != kc {
+		if pc != kc && pc != "*" {
 			if !strings.ContainsAny(pc, "*?[") {
 				return false
 			}
