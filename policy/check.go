@@ -345,12 +345,14 @@ func (c *checker) script(src string, depth int) {
 	if c.judgedBefore(src) {
 		return
 	}
-	if !utf8.ValidString(src) {
-		// Bytes that are not UTF-8 are bytes of a word to sh: each run of
-		// them is read as one character that is nothing special.
-		src = strings.ToValidUTF8(src, "\uFFFD")
-	}
 	f, err := c.parse(src)
+	if err != nil && err != errTooComplex && !utf8.ValidString(src) {
+		// Bytes that are not UTF-8 are bytes of a word to sh: each run of
+		// them is read as one character that is nothing special. (The
+		// parser refuses them, so only a script that fails is looked at.)
+		src = strings.ToValidUTF8(src, "\uFFFD")
+		f, err = c.parse(src)
+	}
 	if err != nil {
 		if err == errTooComplex {
 			c.refuse(RuleTooComplex, "")
