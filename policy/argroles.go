@@ -76,6 +76,7 @@ type program struct {
 	// makefile, git its hooks), as readsRole: the text the script wrote to
 	// them is judged so (follow.go).
 	reads     []string
+	readsBase []string // each pattern's last component, "" if it is a glob
 	readsRole argRole
 	// assigns: the operands before the command may be NAME=VALUE, the
 	// command's environment (env, cross-env).
@@ -198,6 +199,13 @@ func compileProgram(name, spec string) *program {
 		case key == "reads":
 			pats, r, _ := strings.Cut(val, "=")
 			p.reads, p.readsRole = strings.Split(pats, "|"), parseRole(name, r)
+			for _, pat := range p.reads {
+				base := pat[strings.LastIndexByte(pat, '/')+1:]
+				if strings.ContainsAny(base, "*?[") {
+					base = ""
+				}
+				p.readsBase = append(p.readsBase, base)
+			}
 		case key == "when":
 			p.filterWhen = strings.Split(val, "|")
 		case tok == "assigns":

@@ -33,7 +33,8 @@ func (c *checker) literalText(src string, st *syntax.Stmt, in string, inKnown bo
 		return "", false
 	}
 	argv := alts[0]
-	var args []string
+	var buf [8]string // most echo and filter commands have few words: no allocation for them
+	args := buf[:0]
 	for _, w := range argv[1:] {
 		if w.dynamic {
 			return "", false
@@ -299,9 +300,10 @@ func (c *checker) readFiles(p *program, name string, depth int) {
 		if !f.known {
 			continue
 		}
-		for _, pat := range p.reads {
-			if !pathMatches(key, pat) {
-				continue
+		base := key[strings.LastIndexByte(key, '/')+1:]
+		for i, pat := range p.reads {
+			if b := p.readsBase[i]; b != "" && b != base || !pathMatches(key, pat) {
+				continue // the last component tells most files from most patterns
 			}
 			old := c.setVia(name, "reads "+pat, p.readsRole)
 			c.judgeWord(nil, name, p.readsRole, word{s: f.text}, nil, depth)
