@@ -26,6 +26,8 @@ const (
 	roleKV           // KEY=VALUE, VALUE a command line when KEY matches keys
 	rolePrefix       // a command line after one of keys
 	roleWPrefix      // a file written, after one of keys (dd of=)
+	roleSplit        // a command line split into a program and its arguments (env -S)
+	roleChdir        // the directory the command runs in (env -C)
 )
 
 // argRole is a role with what it needs: the language of code, the keys of
@@ -66,6 +68,34 @@ type program struct {
 	// stdin is (ed <<< '!cmd', sqlite3 <<< '.shell cmd').
 	stdin argRole
 	subs  map[string]*program
+	// filter names the function a filter computes of its stdin (follow.go),
+	// and filterWhen the options that make it one ("" for always).
+	filter     string
+	filterWhen []string
+	// reads are the files the program runs the text of (make its
+	// makefile, git its hooks), as readsRole: the text the script wrote to
+	// them is judged so (follow.go).
+	reads     []string
+	readsBase []string // each pattern's last component, "" if it is a glob
+	readsRole argRole
+	// assigns: the operands before the command may be NAME=VALUE, the
+	// command's environment (env, cross-env).
+	assigns bool
+	// fetches: the program downloads what it prints (curl, wget), so that
+	// a shell it pipes into runs downloaded text.
+	fetches bool
+	// runsSub: a subcommand runs a program (pyenv exec CMD), for subArgv.
+	runsSub bool
+	// multicall: the first operand names the program it is (busybox rm);
+	// numOption: -N is an option (nice -10); appends: the command gets
+	// what the program reads appended (xargs); query: options with which
+	// it runs nothing (command -v).
+	multicall, numOption, appends bool
+	query                         []string
+	// partial: the entry names only some of the program's options and
+	// subcommands, so that in strict mode its operands are also read as a
+	// program and its arguments (programs the table does not know are).
+	partial bool
 	// active is false for a program none of whose words is anything but
 	// data: its words need no reading.
 	active bool
@@ -120,6 +150,9 @@ func compilePrograms(lines []string) map[string]*program {
 			panic("programTable: " + p.name + " twice")
 		}
 		parent.subs[sub] = p
+		if p.restFrom > 0 && p.rest.role == roleArgv {
+			parent.runsSub = true
+		}
 	}
 	// A program with an active subcommand is active.
 	var mark func(p *program) bool
@@ -161,6 +194,34 @@ func compileProgram(name, spec string) *program {
 			p.noDD = true
 		case tok == "nocluster":
 			p.noCluster = true
+		case key == "filter":
+			p.filter = val
+		case key == "reads":
+			pats, r, _ := strings.Cut(val, "=")
+			p.reads, p.readsRole = strings.Split(pats, "|"), parseRole(name, r)
+			for _, pat := range p.reads {
+				base := pat[strings.LastIndexByte(pat, '/')+1:]
+				if strings.ContainsAny(base, "*?[") {
+					base = ""
+				}
+				p.readsBase = append(p.readsBase, base)
+			}
+		case key == "when":
+			p.filterWhen = strings.Split(val, "|")
+		case tok == "assigns":
+			p.assigns = true
+		case tok == "fetches":
+			p.fetches = true
+		case tok == "multicall":
+			p.multicall = true
+		case tok == "numopt":
+			p.numOption = true
+		case tok == "appends":
+			p.appends = true
+		case key == "query":
+			p.query = strings.Split(val, "|")
+		case tok == "partial":
+			p.partial = true
 		case tok == "oldstyle":
 			p.oldStyle = true
 		case key == "stdin":
@@ -237,6 +298,10 @@ func parseRole(name, s string) argRole {
 		return argRole{role: roleKV, keys: strings.Split(strings.ToLower(arg), "|")}
 	case "pfx":
 		return argRole{role: rolePrefix, keys: strings.Split(arg, "|")}
+	case "split":
+		return argRole{role: roleSplit}
+	case "chdir":
+		return argRole{role: roleChdir}
 	case "wpfx":
 		return argRole{role: roleWPrefix, keys: strings.Split(arg, "|")}
 	}
@@ -265,7 +330,7 @@ func lookupProgram(name string) *program {
 	if name == "" {
 		return nil
 	}
-	return programs[name]
+	return entryOf(name).prog // the filtered, open-addressed table: cheaper than the map
 }
 
 // wrapperSpec is what unwrap needs of a wrapper: the short and long options
@@ -658,4 +723,63 @@ func describeProgram(p *program) string {
 		fmt.Fprintf(&b, " operands from %d are %s;", p.restFrom, p.rest.describe())
 	}
 	return b.String()
+}
+
+// subArgv is, for a command whose table entry has a subcommand that runs a
+// program (pyenv exec CMD, uv run CMD), that program and its arguments;
+// nil if it has none.
+func subArgv(argv []word) []word {
+	if len(argv) < 2 || argv[1].dynamic {
+		return nil
+	}
+	p := lookupProgram(commandName(argv[0].s))
+	if p == nil || p.subs == nil {
+		return nil
+	}
+	sub := p.subs[argv[1].s]
+	if sub == nil || sub.restFrom == 0 || sub.rest.role != roleArgv {
+		return nil
+	}
+	operand := 0
+	for i := 2; i < len(argv); i++ {
+		a := argv[i]
+		if a.dynamic {
+			return nil
+		}
+		if a.s == "--" {
+			continue
+		}
+		if len(a.s) > 1 && a.s[0] == '-' {
+			if o, _, _, next := sub.optionOf(a.s); o != nil && next {
+				i++
+			}
+			continue
+		}
+		operand++
+		if operand == sub.restFrom {
+			return argv[i:]
+		}
+	}
+	return nil
+}
+
+// operandWords returns args from the first operand on, reading the options
+// before it by p's entry (which take a value, in the word or the next).
+func (p *program) operandWords(args []word) []word {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a.dynamic:
+			return args[i:]
+		case a.s == "--" && !p.noDD:
+			return args[i+1:]
+		case len(a.s) > 1 && a.s[0] == '-':
+			if o, _, _, next := p.optionOf(a.s); o != nil && next {
+				i++
+			}
+		default:
+			return args[i:]
+		}
+	}
+	return nil
 }

@@ -36,6 +36,8 @@ func (c *checker) builtinRules(name string, kind nameKind, argv []word, extra bo
 			c.refuse(RuleRmRoot, match.String())
 		case recursive && c.anyRootPath(operands(args)):
 			c.refuse(RuleRmRoot, match.String())
+		case recursive && c.unknownRootTarget(operands(args)):
+			c.refuse(RuleRmRoot, match.String())
 		case recursive && extra && c.strict():
 			c.refuse(RuleDynamicCommand, match.String()) // xargs rm -r: targets only known at run time
 		}
@@ -203,15 +205,6 @@ func inlineCode(name string, args []word) bool {
 	return false
 }
 
-// privilegeRunners run a command as another user, with other capabilities,
-// or in another namespace or service manager: whatever they run, they are
-// refused for what they are.
-var privilegeRunners = map[string]bool{
-	"sudo": true, "su": true, "doas": true, "pkexec": true, "run0": true, "sudoedit": true, "gosu": true,
-	"su-exec": true, "runuser": true, "setpriv": true, "capsh": true, "nsenter": true, "systemd-run": true,
-	"sg": true, "newgrp": true, "chpst": true, "setuidgid": true,
-}
-
 // options returns the option words before "--".
 func options(args []word) []string {
 	var out []string
@@ -274,6 +267,94 @@ func (c *checker) anyRootPath(ws []word) bool {
 		}
 	}
 	return false
+}
+
+// unknownRootTarget reports whether a target only known at run time could
+// be /: its literal part, with every unknown part empty, is / ("$x"/*,
+// ${!n}/..); in strict mode also when that is a top-level system directory
+// ("$x/usr") or the target is all unknown ("$(cat target)"), but for a
+// function's unbound arguments.
+func (c *checker) unknownRootTarget(ws []word) bool {
+	for _, w := range ws {
+		if !w.dynamic || mentionsHome(w.s) {
+			continue // $HOME is modelled: isRootPath reads it
+		}
+		lit := literalRemainder(w.s)
+		switch {
+		case lit == "":
+			if c.strict() && !c.unboundPositional(w) && !c.inBody {
+				return true
+			}
+		case strings.HasPrefix(lit, "/") && isRootPath(word{s: lit}):
+			// Standard mode refuses the target that reaches / itself
+			// ("$x"/*, ${!n}/..); strict also one that reaches a system
+			// directory ("$x/usr", which is $DESTDIR/usr as often).
+			if c.strict() || rootItself(lit) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rootItself reports whether the path p is / (with any trailing "/", "/*"
+// or "/.*", and any "..").
+func rootItself(p string) bool {
+	for {
+		t := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, "/*"), "/.*"), "/")
+		if t == p {
+			break
+		}
+		p = t
+	}
+	return p == "" || cleanPath(p) == "/"
+}
+
+// literalRemainder is the source text of a dynamic word with its
+// expansions ($x, ${...}, $(...), backquotes) and quotes taken out: what the
+// word is when every unknown part is empty.
+func literalRemainder(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '"' || ch == '\'':
+			continue
+		case ch == '`':
+			if j := strings.IndexByte(s[i+1:], '`'); j >= 0 {
+				i += j + 1
+			}
+		case ch == '$' && i+1 < len(s) && (s[i+1] == '(' || s[i+1] == '{'):
+			open, close := s[i+1], byte(')')
+			if open == '{' {
+				close = '}'
+			}
+			depth := 0
+			j := i + 1
+			for ; j < len(s); j++ {
+				if s[j] == open {
+					depth++
+				} else if s[j] == close {
+					depth--
+					if depth == 0 {
+						break
+					}
+				}
+			}
+			i = j
+		case ch == '$':
+			j := i + 1
+			for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= '0' && s[j] <= '9' || j == i+1 && strings.IndexByte("@*#?$!-", s[j]) >= 0) {
+				j++
+				if j == i+2 && strings.IndexByte("@*#?$!-0123456789", s[j-1]) >= 0 {
+					break
+				}
+			}
+			i = j - 1
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String()
 }
 
 // homeSpelling matches the ways of writing the home directory: $HOME,

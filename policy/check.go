@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -187,6 +186,11 @@ type checker struct {
 	// and goes back to the pool with the checker: a Get and a Put of the
 	// parsers' pool for each script cost more than the rest of release.
 	parser *pooledParser
+	// fdText are the descriptors exec opened on literal text (exec 3<<<...),
+	// and files the files the script wrote, with their text when it is
+	// known (follow.go).
+	fdText map[string]string
+	files  map[string]followedFile
 	// events are the judging walks' actions collect recorded (judgeEvent),
 	// of the scripts being judged, a nested script's after its parent's.
 	events []judgeEvent
@@ -262,6 +266,7 @@ func (c *checker) forget() {
 	c.refusal, c.steps, c.cwd, c.trace, c.via, c.viaDepth = nil, 0, "", nil, "", 0
 	c.shellLevel, c.callSrc, c.callExpr, c.outSubsts, c.lenient, c.inBody, c.intVars, c.outFed = 0, "", nil, false, 0, false, nil, nil
 	c.envDir, c.envDirSet, c.cwdSaved = "", false, c.cwdSaved[:0]
+	c.fdText, c.files = nil, nil
 	c.finder = fetchFinder{}
 	c.fetchedVars, c.events = c.fetchedVars[:0], c.events[:0]
 }
@@ -341,20 +346,40 @@ func (c *checker) script(src string, depth int) {
 		return
 	}
 	f, err := c.parse(src)
+	if err != nil && err != errTooComplex && !utf8.ValidString(src) {
+		// Bytes that are not UTF-8 are bytes of a word to sh: each run of
+		// them is read as one character that is nothing special. (The
+		// parser refuses them, so only a script that fails is looked at.)
+		src = strings.ToValidUTF8(src, "\uFFFD")
+		f, err = c.parse(src)
+	}
 	if err != nil {
 		if err == errTooComplex {
 			c.refuse(RuleTooComplex, "")
 			return
 		}
+		// sh runs each command before the syntax error it has not read
+		// yet: those are judged (rm -rf / and then a line "fi"). What
+		// cannot be read at all is refused in strict mode, and in standard
+		// mode the operator's own patterns still apply to the text.
+		if prefix := c.parsePrefix(src); prefix != nil {
+			c.judgeParsed(src, prefix, depth)
+			if c.done() {
+				return
+			}
+		}
 		if c.strict() {
 			c.refuse(RuleUnparseable, src)
 			return
 		}
-		// Standard mode cannot judge what does not parse; the operator's own
-		// patterns still apply to the text.
 		c.denyPatterns(src)
 		return
 	}
+	c.judgeParsed(src, f, depth)
+}
+
+// judgeParsed judges the parsed script f of the source src.
+func (c *checker) judgeParsed(src string, f *syntax.File, depth int) {
 	if !mayBind(src) {
 		c.walk(src, f, depth)
 		return
@@ -475,19 +500,18 @@ func (c *checker) dir() string {
 	return c.p.workdir()
 }
 
-// codeVars are variables whose value a program runs as shell code: git's ssh
-// command and pager, man's and less's pagers, editors, bash's prompt command.
-var codeVars = map[string]bool{
-	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "GIT_EDITOR": true, "GIT_EXTERNAL_DIFF": true,
-	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true, "PAGER": true, "MANPAGER": true,
-	"SYSTEMD_PAGER": true, "EDITOR": true, "VISUAL": true, "LESSOPEN": true, "LESSCLOSE": true,
-	"PROMPT_COMMAND": true, "BROWSER": true, "BASH_ENV": true, "ENV": true,
-}
-
-// isCodeVar reports whether a variable's value runs as code: one of codeVars, or
-// an exported bash function (BASH_FUNC_name%%).
+// isCodeVar reports whether a variable's value runs as code: a name of
+// codeVarTable (programs.go), or an exported bash function (BASH_FUNC_name%%).
 func isCodeVar(name string) bool {
-	return codeVars[name] || strings.HasPrefix(name, "BASH_FUNC_")
+	if codeVars[name] || strings.HasPrefix(name, "BASH_FUNC_") {
+		return true
+	}
+	for _, p := range codeVarPatterns {
+		if pre, suf, _ := strings.Cut(p, "*"); len(name) > len(p) && strings.HasPrefix(name, pre) && strings.HasSuffix(name, suf) {
+			return true
+		}
+	}
+	return false
 }
 
 // codeVar judges the value of a code variable as the script it is.
@@ -501,44 +525,6 @@ func (c *checker) codeVar(name, value string, depth int) {
 		value = strings.ReplaceAll(value, "%s", "file")
 	}
 	c.childScript(value, depth+1)
-}
-
-// parsers are reused, with their reader: a parser's buffers are most of the
-// cost of a short check.
-var parsers = sync.Pool{New: func() any {
-	return &pooledParser{parser: syntax.NewParser(syntax.Variant(syntax.LangBash))}
-}}
-
-type pooledParser struct {
-	parser *syntax.Parser
-	reader strings.Reader
-}
-
-func parse(src string) (*syntax.File, error) {
-	p := parsers.Get().(*pooledParser)
-	defer parsers.Put(p)
-	return p.parse(src)
-}
-
-// errTooComplex is parse's refusal of a script that could exhaust the
-// parser (complexity.go).
-var errTooComplex = errors.New("too complex to parse")
-
-func (p *pooledParser) parse(src string) (*syntax.File, error) {
-	if tooComplex(src) {
-		return nil, errTooComplex
-	}
-	p.reader.Reset(src)
-	return p.parser.Parse(&p.reader, "")
-}
-
-// parse is parse with c's parser. A parse ends before its tree is walked, so
-// the scripts a script nests are parsed after it, not during.
-func (c *checker) parse(src string) (*syntax.File, error) {
-	if c.parser == nil {
-		c.parser = parsers.Get().(*pooledParser) // kept: the checker holds it from now on
-	}
-	return c.parser.parse(src)
 }
 
 // stateSize measures what collect may add (variables, functions, aliases); it
@@ -726,10 +712,22 @@ func (c *checker) collectCall(src string, n *syntax.CallExpr) bool {
 		}
 	}
 	if len(n.Args) >= 4 && first == "printf" && wordLit(n.Args[1]) == "-v" {
-		// printf -v x FORMAT: a format without conversions is the value.
+		// printf -v x FORMAT ARGS...: what printf would print is the value,
+		// when it is modelled (printfText); else the value is unknown, never
+		// the format itself (printf -v c '\x72m' is rm).
 		name := n.Args[2].Lit()
-		if f, ok := c.staticString(n.Args[3]); ok && len(n.Args) == 4 && !strings.Contains(f, "%") {
-			c.vars.add(name, strings.TrimRight(strings.ReplaceAll(f, `\n`, "\n"), "\n"))
+		args := make([]string, 0, len(n.Args)-3)
+		known := true
+		for _, a := range n.Args[3:] {
+			v, ok := c.staticString(a)
+			if !ok {
+				known = false
+				break
+			}
+			args = append(args, v)
+		}
+		if text, ok := printfText(args); known && ok {
+			c.vars.add(name, text)
 		} else {
 			c.vars.setUnknown(name)
 		}
@@ -930,6 +928,7 @@ func (c *checker) bindArgs(name string, args []word) {
 type cmdContext struct {
 	stdin     []string // literal text piped into it by echo/printf, split into words
 	stdinKnow bool     // stdin is that literal text
+	stdinText *string  // and the text itself, its lines kept
 	fromFetch bool     // a pipeline stage before it downloads (curl, wget)
 	piped     bool     // it is a later stage of a pipeline
 	pipeline  string   // the pipeline's source text, to show in a refusal
@@ -1097,15 +1096,15 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
 	stages := appendStages(stageBuf[:0], b.X, ws)
 	stages = appendStages(stages, b.Y, ws)
 	fetched := false
+	text, known := "", false // what the stage before writes, when it is literal
 	for i, st := range stages {
 		if i > 0 {
 			var stdin []string
-			stdinKnow := false
-			if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
-				stdin, stdinKnow = c.literalOutput(src, prev)
-				if !stdinKnow {
-					stdin = findStarts(c, src, prev) // find / | xargs rm -rf
-				}
+			stdinKnow := known
+			if known {
+				stdin = ifsFields(text)
+			} else if prev, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok {
+				stdin = findStarts(c, src, prev) // find / | xargs rm -rf
 			}
 			// The stage's commands read the pipe: the stage itself, or the commands
 			// of a group or subshell it is ({ sh; }, (bash)).
@@ -1114,8 +1113,17 @@ func (c *checker) pipeline(src string, b *syntax.BinaryCmd, ws *walkState) {
 				ctx := ws.ctxs[call]
 				ctx.piped, ctx.fromFetch, ctx.pipeline = true, fetched, sourceOf(src, b)
 				ctx.stdin, ctx.stdinKnow = stdin, stdinKnow
+				if stdinKnow {
+					t := text
+					ctx.stdinText = &t
+				}
 				ws.setCtx(call, ctx)
 			}
+		}
+		// echo TEXT, and a filter (base64 -d, rev, tr) of known text: the
+		// next stage reads known text.
+		if i+1 < len(stages) {
+			text, known = c.literalText(src, st, text, known)
 		}
 		fetched = fetched || c.fetches(src, st)
 	}
@@ -1416,13 +1424,25 @@ func (c *checker) callFetches(src string, call *syntax.CallExpr) bool {
 			continue
 		}
 		name := commandName(argv[0].s)
-		if !argv[0].dynamic && kindOf(name)&kindWrapper != 0 {
-			if argv = c.unwrapQuiet(argv); len(argv) == 0 {
-				continue
+		for range maxDepth {
+			e := entryOf(name)
+			if !argv[0].dynamic && e.kind&kindWrapper != 0 {
+				if argv = c.unwrapQuiet(argv); len(argv) == 0 {
+					break
+				}
+				name = commandName(argv[0].s)
+				e = entryOf(name)
 			}
-			name = commandName(argv[0].s)
+			if e.prog == nil || !e.prog.runsSub {
+				break
+			}
+			inner := subArgv(argv) // pyenv exec curl ...: the program it runs
+			if inner == nil {
+				break
+			}
+			argv, name = inner, commandName(inner[0].s)
 		}
-		if isFetcher(name) {
+		if len(argv) > 0 && isFetcher(name) {
 			found = true
 		}
 	}
@@ -1522,6 +1542,9 @@ func (c *checker) redirects(src string, st *syntax.Stmt, ws *walkState) {
 		if len(c.p.roots) > 0 {
 			c.checkPath(target, r.Op.String()+" "+target)
 		}
+	}
+	if !c.done() {
+		c.followRedirects(src, st, ws)
 	}
 }
 

@@ -25,6 +25,9 @@ type codeLang struct {
 	// trim are the bytes a command line found starts with that are not the
 	// command's: make's recipe prefixes (-reboot, @reboot).
 	trim string
+	// ruleRecipe: a line "TARGETS: PREREQUISITES ; RECIPE" runs its
+	// recipe (make's rule on one line).
+	ruleRecipe bool
 }
 
 // codeLangs are the languages of the table's code:LANG roles.
@@ -45,7 +48,7 @@ var codeLangs = map[string]*codeLang{
 	"slang":       {general: true, calls: true},
 	"puppet":      {general: true, calls: true},
 	"rpm":         {general: true, calls: true, brackets: []string{"%("}},
-	"make":        {markers: []string{"\t"}, ends: "\n", brackets: []string{"$(shell ", "${shell "}, trim: "-@+ \t"},
+	"make":        {markers: []string{"\t"}, ends: "\n", ruleRecipe: true, brackets: []string{"$(shell ", "${shell "}, trim: "-@+ \t"},
 	"tex":         {brackets: []string{"\\write18{"}, calls: true},
 	"fzf": {brackets: []string{"execute(", "execute-silent(", "execute-multi(", "become(", "reload(", "reload-sync(",
 		"preview(", "change-preview(", "transform(", "transform-query(", "transform-header(", "transform-prompt(",
@@ -183,6 +186,17 @@ func codeCommands(l *codeLang, code string) []codeCommand {
 				end = from + k
 			}
 			out = append(out, codeCommand{line: code[from:end]})
+		}
+	}
+	if l.ruleRecipe {
+		for _, line := range strings.Split(code, "\n") {
+			colon := strings.IndexByte(line, ':')
+			if colon < 0 || strings.HasPrefix(line[colon:], ":=") || strings.HasPrefix(line, "\t") {
+				continue
+			}
+			if semi := strings.IndexByte(line[colon:], ';'); semi >= 0 {
+				out = append(out, codeCommand{line: line[colon+semi+1:]})
+			}
 		}
 	}
 	for _, b := range l.brackets {

@@ -149,8 +149,23 @@ func (c *checker) judgeCommand(argv []word, ctx cmdContext, depth int) {
 	if kind&(kindShell|kindWrapper) == 0 {
 		// The table's model of the program: the words that are code.
 		if prog := entry.prog; prog != nil {
+			if len(prog.reads) > 0 && len(c.files) > 0 {
+				if c.readFiles(prog, name, depth); c.done() {
+					return
+				}
+			}
+			if prog.filter != "" && prog.rest.role == roleWrite {
+				c.copiesStdin(prog, argv, &ctx) // echo 'cmd' | tee x.sh
+			}
 			if prog.active {
 				if c.programArgs(prog, name, argv, depth); c.done() {
+					return
+				}
+			}
+			if prog.partial && c.strict() && !isFunc && !c.hasAlias(name) {
+				// The entry names only some of what the program does: its
+				// arguments are read as an unknown program's are.
+				if c.partialArgs(name, argv, depth); c.done() {
 					return
 				}
 			}
@@ -262,6 +277,31 @@ func (c *checker) unknownArgs(name string, argv []word, depth int) {
 		if c.done() {
 			return
 		}
+	}
+}
+
+// partialArgs judges, in strict mode, the arguments of a program whose
+// table entry is partial: as an unknown program's (unknownArgs), and each
+// operand that names a program the table knows as that program with the
+// words after it (cmake -E chdir build rm -rf /), by the rules of both modes.
+func (c *checker) partialArgs(name string, argv []word, depth int) {
+	if c.unknownArgs(name, argv, depth); c.done() {
+		return
+	}
+	for i := 1; i < len(argv) && !c.done(); i++ {
+		a := argv[i]
+		if a.dynamic || a.s == "" || a.s[0] == '-' || entryOf(commandName(a.s)).kind == 0 && lookupProgram(commandName(a.s)) == nil {
+			continue
+		}
+		old := c.via
+		if c.trace != nil {
+			c.via = name + " operand " + strconv.Itoa(i) + ": a partial entry of the table of programs, read as a program and its arguments (strict)"
+		}
+		c.lenient++
+		c.childCommand(argv[i:], depth+1)
+		c.lenient--
+		c.via = old
+		return // the first program named: the words after it are its own
 	}
 }
 
@@ -423,8 +463,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			return argv, base, entryOf(base), extra, true, true // excused as written: judge nothing below it
 		}
 		// A wrapper may itself be denied by the operator or a rule (sudo).
-		switch name {
-		case "sudo", "doas":
+		if kind&kindPrivilege != 0 {
 			c.refuse(RulePrivilege, strings.TrimSpace(name+" "+joinWords(argv[1:])))
 			return nil, "", nameEntry{}, false, false, false
 		}
@@ -434,17 +473,17 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 			}
 		}
 		rest := argv[1:]
-		if name == "busybox" || name == "toybox" {
+		if w.prog.multicall {
 			if len(rest) == 0 || strings.HasPrefix(rest[0].s, "-") {
 				return nil, "", nameEntry{}, false, false, false // busybox --list, --help: runs nothing
 			}
 			argv = rest
 			continue
 		}
-		if name == "command" {
+		if len(w.prog.query) > 0 {
 			for _, a := range rest {
-				if a.s == "-v" || a.s == "-V" {
-					return nil, "", nameEntry{}, false, false, false // only prints what the name is
+				if slices.Contains(w.prog.query, a.s) {
+					return nil, "", nameEntry{}, false, false, false // command -v: only prints what the name is
 				}
 			}
 		}
@@ -460,21 +499,21 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 				i++
 				break
 			}
-			if name == "env" && strings.Contains(s, "=") && !strings.HasPrefix(s, "-") {
+			if w.prog.assigns && strings.Contains(s, "=") && !strings.HasPrefix(s, "-") {
 				if k, v, _ := strings.Cut(s, "="); isCodeVar(k) {
 					c.codeVar(k, v, 0)
 				}
 				i++ // NAME=VALUE
 				continue
 			}
-			if name == "env" && s == "-" {
+			if w.prog.assigns && s == "-" { // env -: -i
 				i++
 				continue
 			}
 			if !strings.HasPrefix(s, "-") || s == "-" {
 				break
 			}
-			if name == "nice" && len(s) > 1 && isDigits(s[1:]) {
+			if w.prog.numOption && len(s) > 1 && isDigits(s[1:]) {
 				i++ // nice -10
 				continue
 			}
@@ -485,9 +524,9 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 				if next && i+1 < len(rest) {
 					v = rest[i+1]
 				}
-				if name == "env" && (key == "-S" || key == "--split-string") {
+				if o.arg.role == roleSplit {
 					split = append(split, shellFields(v.s)...) // env -S "cmd args"
-				} else if name == "env" && (key == "-C" || key == "--chdir") {
+				} else if o.arg.role == roleChdir {
 					c.envDir, c.envDirSet = v.s, !v.dynamic // env -C DIR CMD: CMD runs in DIR
 				} else if o.arg.role != roleData && o.arg.role != roleRest {
 					// time -o FILE, strace -o FILE: the table's role of the value.
@@ -517,7 +556,7 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 		if i >= len(rest) {
 			return nil, "", nameEntry{}, false, false, false // the wrapper alone runs nothing of concern
 		}
-		if name == "xargs" {
+		if w.prog.appends {
 			extra = true
 		}
 		argv = rest[i:]
@@ -534,10 +573,6 @@ func (c *checker) unwrap(argv []word, ctx *cmdContext) (cmd []word, name string,
 	return nil, "", nameEntry{}, false, false, false
 }
 
-// stringRunners are the programs stringRunner knows, which unwrap asks it
-// about (by their kind): the others run no string.
-var stringRunners = []string{"flock", "parallel"}
-
 // stringRunner returns the script a runner hands to a shell as a string:
 // flock LOCK -c CMD, parallel ::: CMD... (each argument a command). ok is
 // false when name is no such runner, or this use of it runs a program with
@@ -553,7 +588,7 @@ func stringRunner(name string, args []word) (word, bool) {
 		}
 		return word{}, false
 	case "parallel":
-		if rest = afterOptions(args, "jNnSPIaXL", nil); len(rest) == 0 || rest[0].s != ":::" {
+		if rest = lookupProgram(name).operandWords(args); len(rest) == 0 || rest[0].s != ":::" {
 			return word{}, false
 		}
 		rest = rest[1:]
@@ -570,32 +605,6 @@ func stringRunner(name string, args []word) (word, bool) {
 	return word{}, false
 }
 
-// afterOptions returns the words after a command's leading options, given the
-// short options that take a value.
-func afterOptions(args []word, optsWithValue string, longWithValue []string) []word {
-	for i := 0; i < len(args); i++ {
-		s := args[i].s
-		switch {
-		case args[i].dynamic:
-			return args[i:]
-		case s == "--":
-			return args[i+1:]
-		case strings.HasPrefix(s, "--"):
-			key, _, hasEq := strings.Cut(s, "=")
-			if !hasEq && slices.Contains(longWithValue, key) {
-				i++
-			}
-		case len(s) > 1 && s[0] == '-':
-			if k := strings.IndexAny(s[1:], optsWithValue); k >= 0 && k == len(s)-2 {
-				i++ // -n 1: the value is the next word (-n1 holds it)
-			}
-		default:
-			return args[i:]
-		}
-	}
-	return nil
-}
-
 // unwrapQuiet strips wrappers without judging them, to name the command a
 // pipeline stage runs.
 func (c *checker) unwrapQuiet(argv []word) []word {
@@ -605,7 +614,7 @@ func (c *checker) unwrapQuiet(argv []word) []word {
 		aliases: map[string]string{}, inCall: map[string]bool{}, judged: map[string]int{},
 		argsCache: map[*syntax.CallExpr][][]word{}}
 	cmd, _, _, _, _, _ := quiet.unwrap(argv, &cmdContext{})
-	if cmd == nil && len(argv) > 0 && (commandName(argv[0].s) == "sudo" || commandName(argv[0].s) == "doas") {
+	if cmd == nil && len(argv) > 0 && kindOf(commandName(argv[0].s))&(kindPrivilege|kindWrapper) == kindPrivilege|kindWrapper {
 		return argv[1:]
 	}
 	return cmd
@@ -630,17 +639,6 @@ func shellFields(s string) []word {
 		out = append(out, word{s: strings.Trim(f, `'"`)})
 	}
 	return out
-}
-
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true,
-	"yash": true, "fish": true, "rbash": true, "ksh93": true, "pdksh": true, "oksh": true, "loksh": true, "rksh": true,
-	"posh": true, "csh": true, "tcsh": true, "hush": true, "msh": true}
-
-// interpreters read a program from stdin when given no program argument; the
-// value lists their options that take the program or a value.
-var interpreters = map[string]string{
-	"python": "cmWXQ", "python2": "cmWXQ", "python3": "cmWXQ", "perl": "eElImMx", "ruby": "eIrE",
-	"node": "epr", "nodejs": "epr", "php": "rfBRFEdcz", "lua": "el", "tclsh": "", "awk": "fv",
 }
 
 // nameKind is what the tables above (and privilegeRunners) say of a program
@@ -771,7 +769,12 @@ func nameHash(name string) uint32 {
 // kindOf is nameEntries[name].kind.
 func kindOf(name string) nameKind { return entryOf(name).kind }
 
-func isFetcher(name string) bool { return name == "curl" || name == "wget" || name == "fetch" }
+// isFetcher reports whether the table says the program downloads what it
+// prints (curl, wget).
+func isFetcher(name string) bool {
+	p := lookupProgram(name)
+	return p != nil && p.fetches
+}
 
 // nested recurses into the scripts a command runs: sh -c, eval, trap, find -exec,
 // xargs, and shells fed a here-document or piped text.
@@ -795,7 +798,11 @@ func (c *checker) nested(name string, kind nameKind, argv []word, ctx *cmdContex
 	case "source", ".":
 		if len(args) > 0 {
 			if !args[0].dynamic && isFdPath(args[0].s) {
-				c.stdinScript(argv, ctx, depth) // . /dev/stdin <<< 'script'
+				c.stdinScript(argv, c.fdContext(args[0].s, ctx), depth) // . /dev/stdin <<< 'script'
+				return
+			}
+			if text, ok := c.fileText(args[0].s); ok && !args[0].dynamic {
+				c.childScript(text, depth+1) // echo 'cmd' > x.sh; . x.sh
 				return
 			}
 			c.procSubst(argv, args[0])
@@ -902,7 +909,10 @@ func (c *checker) shellNested(argv []word, ctx *cmdContext, depth int) {
 	case "file":
 		switch {
 		case !script.dynamic && isFdPath(script.s):
-			c.stdinScript(argv, ctx, depth) // bash /dev/fd/3 3<<<'script'
+			c.stdinScript(argv, c.fdContext(script.s, ctx), depth) // bash /dev/fd/3 3<<<'script'
+		case !script.dynamic && c.hasFileText(script.s):
+			text, _ := c.fileText(script.s)
+			c.childScript(text, depth+1) // echo 'cmd' > x.sh && sh x.sh
 		case strings.HasPrefix(script.s, "<(") || strings.HasPrefix(script.s, "$("):
 			c.procSubst(argv, script)
 		}
@@ -1162,6 +1172,8 @@ func (c *checker) stdinScript(argv []word, ctx *cmdContext, depth int) {
 	switch {
 	case ctx.hereDoc != nil:
 		c.childScript(*ctx.hereDoc, depth+1)
+	case ctx.stdinText != nil:
+		c.childScript(*ctx.stdinText, depth+1)
 	case ctx.stdinKnow:
 		c.childScript(strings.Join(ctx.stdin, " "), depth+1)
 	}
@@ -1232,13 +1244,6 @@ func (c *checker) operatorDeny(name, match string, args []word) {
 		}
 	}
 	c.denyPatterns(match)
-}
-
-// harmlessBuiltins run no program; allowlist mode never needs to name them.
-var harmlessBuiltins = map[string]bool{
-	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "echo": true,
-	"printf": true, "exit": true, "return": true, "export": true, "set": true, "unset": true, "shift": true,
-	"read": true, "local": true, "declare": true, "wait": true,
 }
 
 // allowlisted applies allowlist mode.

@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // The model of programs: for each program the checker knows, how its
 // arguments are read. It is data, in one place: a program the table does not
 // know is judged by no code of its own (docs/policy.md, The table of
@@ -24,6 +26,19 @@ package policy
 //	oldstyle     the first word may be options without a dash (tar cf FILE)
 //	cfg=KEYS     the first operand is a configuration key, the second its
 //	             value: a command line when the key matches KEYS (git config)
+//	multicall    the first operand names the program it is (busybox rm)
+//	numopt       -N is an option (nice -10)
+//	appends      the command it runs gets what it reads appended (xargs)
+//	query=OPTS   with one of OPTS it runs nothing (command -v)
+//	assigns      operands NAME=VALUE before the command set its environment
+//	partial      the line names only some of what the program does: in strict
+//	             mode its operands are read as an unknown program's are, and
+//	             from the first that names a program, as that program
+//	filter=KIND  what it prints is KIND (follow.go) of its stdin: copy,
+//	             base64-decode, base32-decode, hex-decode, reverse, translate; when=OPTS the options that
+//	             make it so (base64 -d)
+//	reads=PATS=ROLE  the files it runs (make its makefile, git its hooks):
+//	             the text the script wrote to a file matching PATS has ROLE
 //	stdin=ROLE   the text fed to its stdin (a here-document, a here-string,
 //	             literal text piped in) has the role: code:LANG (ed <<< '!cmd')
 //
@@ -42,6 +57,8 @@ package policy
 //	kv:KEYS    KEY=VALUE (or KEY VALUE): VALUE is a command line when KEY
 //	           matches one of KEYS (a|b|c, * as in a glob, case ignored)
 //	pfx:PFXS   a command line follows one of the prefixes PFXS (a|b)
+//	split      a command line split into a program and its arguments (env -S)
+//	chdir      the directory the command runs in (env -C)
 //
 // The option words of a spec are what the checker needs to read the
 // arguments right: which options take a value, so that the value is not
@@ -49,8 +66,8 @@ package policy
 var programTable = []string{
 	// Wrappers: programs that run the rest of their words as a command.
 	// unwrap looks through every program whose operand is argv (wrappers).
-	"env: posix -u= -C= -S= -i -0 -v --unset= --chdir= --split-string= --ignore-environment --null --debug 1+=argv",
-	"nice: posix -n= --adjustment= 1+=argv",
+	"env: posix assigns -u= -C=chdir -S=split -i -0 -v --unset= --chdir=chdir --split-string=split --ignore-environment --null --debug 1+=argv",
+	"nice: posix numopt -n= --adjustment= 1+=argv",
 	"nohup: posix 1+=argv",
 	"timeout: posix -k= -s= -v -f --kill-after= --signal= --foreground --preserve-status --verbose 2+=argv",
 	"stdbuf: posix -i= -o= -e= --input= --output= --error= 1+=argv",
@@ -59,13 +76,13 @@ var programTable = []string{
 	"chrt: posix -T= -P= -D= -a -b -d -f -i -o -r -R -m -p -v --all-tasks --batch --deadline --fifo --idle --other --rr --reset-on-fork 2+=argv",
 	"taskset: posix -a -c -p --all-tasks --cpu-list --pid 2+=argv",
 	"time: posix -f= -o=write -a -p -v -q --format= --output=write --append --portability --verbose --quiet 1+=argv",
-	"command: posix -p -v -V 1+=argv",
+	"command: posix query=-v|-V -p -v -V 1+=argv",
 	"exec: posix -a= -c -l 1+=argv",
 	"builtin: posix 1+=argv",
-	"xargs: posix -a= -d= -E= -e= -I= -i= -L= -l= -n= -P= -s= -0 -o -p -r -t -x --arg-file= --delimiter= --eof= --replace= --max-lines= --max-args= --max-procs= --max-chars= --process-slot-var= --null --open-tty --interactive --no-run-if-empty --verbose --exit 1+=argv",
+	"xargs: posix appends -a= -d= -E= -e= -I= -i= -L= -l= -n= -P= -s= -0 -o -p -r -t -x --arg-file= --delimiter= --eof= --replace= --max-lines= --max-args= --max-procs= --max-chars= --process-slot-var= --null --open-tty --interactive --no-run-if-empty --verbose --exit 1+=argv",
 	"unbuffer: posix -p 1+=argv",
 	"flock: posix -w= -E= -c=cmd -s -x -u -n -o -F --timeout= --conflict-exit-code= --command=cmd --shared --exclusive --unlock --nonblock --close --no-fork --verbose 2+=argv",
-	"busybox, toybox: posix 1+=argv",
+	"busybox, toybox: posix multicall 1+=argv",
 	"ld.so: posix --library-path= --preload= --argv0= --audit= --inhibit-rpath= --inhibit-cache --list --verify 1+=argv",
 	"chronic: posix -e -v 1+=argv",
 	"strace: posix -a= -e= -E= -I= -o=write -O= -p= -P= -s= -S= -u= -U= -X= -b= -c -C -d -D -f -F -i -k -n -q -r -t -T -v -V -w -x -y -Y -z -Z --output=write --trace= --signal= --attach= --user= --env= 1+=argv",
@@ -173,7 +190,7 @@ var programTable = []string{
 	"lftp: -c=code:bang -e=code:bang -f= -u= -p= stdin=code:bang",
 	"ftp, tftp, smbclient: -c=code:bang -e= -p= -U= -W= -I= -m= -n -v -i stdin=code:bang",
 	"mail, mailx: --exec=code:bang -E=code:bang -s= -a= -c= -b= -r= -S= -f= -u= -q= -n -N -d -v",
-	"make, gmake: -f= -C= -I= -j= -l= -o= -W= -O= --file= --makefile= --directory= --include-dir= --jobs= --load-average= --old-file= --what-if= --new-file= --assume-new= --eval=code:make -E=code:make --output-sync= -s -k -n -B -i -e -q -r -R -t -p -w -d --silent --keep-going --dry-run --always-make --ignore-errors",
+	"make, gmake: reads=Makefile|makefile|GNUmakefile=code:make -f= -C= -I= -j= -l= -o= -W= -O= --file= --makefile= --directory= --include-dir= --jobs= --load-average= --old-file= --what-if= --new-file= --assume-new= --eval=code:make -E=code:make --output-sync= -s -k -n -B -i -e -q -r -R -t -p -w -d --silent --keep-going --dry-run --always-make --ignore-errors 1+=kv:cc|cxx|cpp|ld|fc|shell|cc_for_build|hostcc",
 	"tex, latex, pdflatex, xelatex, lualatex, luatex, pdftex, xetex, etex, context, amstex: nocluster -output-directory= -jobname= -interaction= -shell-escape --shell-escape -enable-write18 1+=code:tex",
 	"latexmk: nocluster -e=code:perl -r= -jobname= -outdir= -pdflatex=cmd -latex=cmd -xelatex=cmd -lualatex=cmd -pdf -xelatex -lualatex -C -c -f -g -pvc",
 	"rpm, rpmquery, rpmbuild, rpmspec: --eval=code:rpm -E=code:rpm --define= -D= --macros= --dbpath= --root= -q -a -i -l -v -V -h -e -U -F",
@@ -189,7 +206,7 @@ var programTable = []string{
 	"certbot: --pre-hook=cmd --post-hook=cmd --deploy-hook=cmd --renew-hook=cmd --manual-auth-hook=cmd --manual-cleanup-hook=cmd -d= -m= -a= -i= -w= --domains= --email= --authenticator= --installer= --webroot-path= --logs-dir= --work-dir= --config-dir= --cert-name= --server= -n -q -v --dry-run --agree-tos --standalone --non-interactive",
 	"fzf: --bind=code:fzf --preview=cmd --with-shell=cmd --listen= -q= -d= -n= --query= --delimiter= --nth= --height= --layout= --prompt= --header= --preview-window= -e -i -m -0 -1 --ansi --multi --exact --reverse --sync",
 	"sk: --bind=code:fzf --preview=cmd -c=cmd --cmd=cmd -q= --query=",
-	"git: -c=kv:core.fsmonitor|core.sshcommand|core.pager|core.editor|core.askpass|core.gitproxy|pager.*|alias.*|diff.external|diff.*.textconv|diff.*.command|filter.*.clean|filter.*.smudge|filter.*.process|merge.*.driver|sequence.editor|credential.helper|credential.*.helper|gpg.program|gpg.*.program|uploadpack.packobjectshook|remote.*.uploadpack|remote.*.receivepack|web.browser|browser.*.cmd|difftool.*.cmd|mergetool.*.cmd|man.*.cmd|sendemail.sendmailcmd|sendemail.tocmd|sendemail.cccmd|sendemail.headercmd|interactive.difffilter|core.hookspath|init.templatedir -C= --git-dir= --work-tree= --namespace= --exec-path= --config-env= -p -P --paginate --no-pager --bare --no-replace-objects --literal-pathspecs",
+	"git: reads=.git/hooks/*|*/pre-commit|*/prepare-commit-msg|*/commit-msg|*/post-commit|*/pre-push|*/post-checkout|*/post-merge|*/pre-rebase|*/pre-receive|*/post-receive|*/reference-transaction=cmd -c=kv:core.fsmonitor|core.sshcommand|core.pager|core.editor|core.askpass|core.gitproxy|pager.*|alias.*|diff.external|diff.*.textconv|diff.*.command|filter.*.clean|filter.*.smudge|filter.*.process|merge.*.driver|sequence.editor|credential.helper|credential.*.helper|gpg.program|gpg.*.program|uploadpack.packobjectshook|remote.*.uploadpack|remote.*.receivepack|web.browser|browser.*.cmd|difftool.*.cmd|mergetool.*.cmd|man.*.cmd|sendemail.sendmailcmd|sendemail.tocmd|sendemail.cccmd|sendemail.headercmd|interactive.difffilter|core.hookspath|init.templatedir -C= --git-dir= --work-tree= --namespace= --exec-path= --config-env= -p -P --paginate --no-pager --bare --no-replace-objects --literal-pathspecs",
 	"git config: cfg=core.fsmonitor|core.sshcommand|core.pager|core.editor|core.askpass|core.gitproxy|pager.*|alias.*|diff.external|diff.*.textconv|diff.*.command|filter.*.clean|filter.*.smudge|filter.*.process|merge.*.driver|sequence.editor|credential.helper|credential.*.helper|gpg.program|gpg.*.program|uploadpack.packobjectshook|remote.*.uploadpack|remote.*.receivepack|web.browser|browser.*.cmd|difftool.*.cmd|mergetool.*.cmd|man.*.cmd|sendemail.sendmailcmd|sendemail.tocmd|sendemail.cccmd|core.hookspath -f= --file= --blob= --type= --default= --global --system --local --worktree --add --get --get-all --unset --unset-all --list -l --bool --int --path --null -z --name-only --show-origin --show-scope --replace-all",
 	"git rebase: -x=cmd --exec=cmd -s= -X= -C= --onto= --strategy= --strategy-option= --empty= -i -r -q -v -n -f -m --interactive --autosquash --continue --abort --skip",
 	"git bisect: ",
@@ -211,6 +228,9 @@ var programTable = []string{
 	"zypper: -c= -R= -D= -r= --root= --config= --non-interactive -n -q -v -x --no-gpg-checks",
 	"pip, pip3: -r= -c= -e= -i= -t= --index-url= --extra-index-url= --target= --prefix= --root= --requirement= --constraint= --editable= -q -v -U --user --upgrade --no-deps --no-cache-dir --break-system-packages",
 	"npm, pnpm, yarn: --prefix= -w= --workspace= --registry= --cache= -g -D -S -E -O -y --global --save-dev --save --no-save --silent --yes --frozen-lockfile --omit=",
+	"npm pkg, pnpm pkg: ",
+	"npm pkg set, pnpm pkg set: 1+=kv:scripts.*",
+	"npm set-script, pnpm set-script: 2=cmd",
 	"npm exec, npm x, pnpm exec, pnpm dlx, yarn exec, yarn dlx: -c=cmd --call=cmd -p= --package= -w= --workspace= -y --yes 1+=argv",
 	"uv: --directory= --project= --python= -p= --color= -q -v --no-cache --offline",
 	"uv run, uvx, uv tool run, pipx run, poetry run, pdm run, hatch run, pipenv run, rye run: -p= --python= --with= --from= --env-file= --spec= --directory= --project= --extra= --group= -m -q -v --no-project --isolated --frozen --locked --no-sync 1+=argv",
@@ -222,20 +242,52 @@ var programTable = []string{
 	"cabal: --project-file= --builddir= -v= -j=",
 	"cabal exec, stack exec: --project-file= --builddir= -v= -j= --package= 1+=argv",
 	"stack: --stack-yaml= --resolver= -j=",
-	"cargo: -C= -Z= --config= --manifest-path= --color= -q -v --frozen --locked --offline",
-	"dotnet, go, mvn, gradle, gradlew, ant, sbt, lein, mix, rebar3, meson, ninja, cmake, ctest, bazel, buck, swift, zig, rustc, rustup, javac, java, kotlinc, scalac, clang-format, gofmt, goimports, prettier, eslint, black, ruff, isort, flake8, mypy, pylint, pytest, tox, nox, jest, vitest, mocha, tsc, webpack, vite, esbuild, rollup, babel, terraform, tofu, packer, helm, kubectl, k9s, kind, minikube, docker, podman, buildah, skopeo, nerdctl, ctr, crictl, aws, gcloud, az, doctl, flyctl, heroku, vercel, netlify, wrangler, gh, glab, hub, svn, hg, fossil, bzr: -C= -o=write",
+	// Build tools, runners and environment managers (issue 37): the options
+	// that take code, and the subcommands that run a program.
+	"go: -C=",
+	"go build, go install, go test, go run, go vet, go generate, go list, go get, go tool: -toolexec=cmd -exec=cmd -vettool=cmd -C= -o=write -p= -tags= -ldflags= -gcflags= -asmflags= -mod= -modfile= -overlay= -pkgdir= -run= -bench= -count= -timeout= -cpu= -parallel= -coverprofile=write -cpuprofile=write -memprofile=write -trace=write -json -v -x -n -race -cover -short -a -i -u -t -d",
+	"cmake: partial -E=rest -S= -B= -G= -T= -A= -D= -U= -C= -P= --build= --install= --target= --config= --preset= -j= --parallel= --log-level= -Wdev -Wno-dev --fresh",
+	"ctest: partial --test-dir= -C= -R= -E= -L= -j= -S= --output-log=write --test-command=argv --build-and-test= --build-options=",
+	"meson: partial -C= --prefix= --buildtype= -D=",
+	"meson devenv: posix -C= -w= --workdir= --dump= 1+=argv",
+	"tox: partial -e= -c= -r -q -v -p= --parallel=",
+	"numactl: posix -C= -N= -m= -p= -i= -l -a -H -s -S= -w= --cpunodebind= --physcpubind= --membind= --preferred= --interleave= --localalloc --all --hardware --show --shmem= --weighted-interleave= 1+=argv",
+	"prlimit: posix -p= --pid= -o= --output= --noheadings --raw --verbose --as= --core= --cpu= --data= --fsize= --locks= --memlock= --msgqueue= --nice= --nofile= --nproc= --rss= --rtprio= --rttime= --sigpending= --stack= 1+=argv",
+	"watchexec: -e= -w= -i= -f= -s=cmd --shell=cmd -d= --exts= --watch= --ignore= --filter= --debounce= --signal= --delay-run= --on-busy-update= --project-origin= --workdir= -r -c -n -p -o= -W -N --restart --clear --postpone --no-vcs-ignore --no-default-ignore --no-meta --notify 1+=argv",
+	"entr: posix -a -c -d -n -p -r -s=cmd -z 1+=argv",
+	"nodemon: --exec=cmd -x=cmd -w= --watch= -e= --ext= -i= --ignore= -d= --delay= --signal= -V --verbose -q --quiet --legacy-watch -L",
+	"cross-env, cross-env-shell: posix assigns 1+=argv",
+	"dotenv, dotenv-cli: posix -e= -c= -v= -p= 1+=argv",
+	"direnv: ",
+	"direnv exec: 2+=argv",
+	"nix: --extra-experimental-features= --option= -L --print-build-logs",
+	"nix develop, nix shell: -c=rest --command=rest -i --ignore-environment -k= --keep= -p= --profile=",
+	"nix run: 2+=argv",
+	"nix-shell: --run=cmd --command=cmd -p= --packages= -I= --arg= --argstr= -A= --attr= --pure",
+	"devbox: ",
+	"devbox run: -c= --config= 1+=argv",
+	"mise, rtx: -C= --cd=",
+	"mise exec, mise x, rtx exec, rtx x: -C= --cd= -c=cmd --command=cmd 1+=argv",
+	"asdf, rbenv, pyenv, goenv: ",
+	"asdf exec, rbenv exec, pyenv exec, goenv exec: posix 1+=argv",
+	"conda, mamba, micromamba, pixi: ",
+	"conda run, mamba run, micromamba run, pixi run: -n= --name= -p= --prefix= --cwd= --no-capture-output --live-stream -e= --environment= 1+=argv",
+	"retry: posix -t= -d= -m= -x= --times= --delay= --until= --while= 1+=argv",
+	"cargo watch: -x= -s=cmd --shell=cmd -w= -i= -d= --exec= -c -q --clear --quiet --postpone",
+	"cargo: -C= -Z= --config=kv:*.runner|*rustc-wrapper|*rustc_wrapper|*rustc-workspace-wrapper|*.linker --manifest-path= --color= -q -v --frozen --locked --offline",
+	"dotnet, mvn, gradle, gradlew, ant, sbt, lein, mix, rebar3, ninja, bazel, buck, swift, zig, rustc, rustup, javac, java, kotlinc, scalac, clang-format, gofmt, goimports, prettier, eslint, black, ruff, isort, flake8, mypy, pylint, pytest, nox, jest, vitest, mocha, tsc, webpack, vite, esbuild, rollup, babel, terraform, tofu, packer, helm, kubectl, k9s, kind, minikube, docker, podman, buildah, skopeo, nerdctl, ctr, crictl, aws, gcloud, az, doctl, flyctl, heroku, vercel, netlify, wrangler, gh, glab, hub, svn, hg, fossil, bzr: partial -C= -o=write",
 	"docker exec, podman exec, docker run, podman run, kubectl exec, nerdctl run, nerdctl exec: -e= -u= -w= -v= -p= --env= --user= --workdir= --volume= --name= --entrypoint= --network= --mount= -i -t -d --rm --privileged -it",
 	"gcc, g++, cc, c++, c89, c99, clang, clang++, gfortran, tcc: nocluster -wrapper=csv -o=write -I= -L= -l= -D= -U= -x= -std= -include= -imacros= -specs= -B= -MF=write -MT= -MQ= -Xlinker= -Xassembler= -Xpreprocessor= -fplugin= -c -S -E -g -O -O2 -O3 -Wall -v -shared -static -pthread",
 	"as, ld, nasm, yasm: nocluster -o=write",
 	"install: -t=dir --target-directory=dir -m= -o= -g= -S= -Z= --mode= --owner= --group= --suffix= -b -c -C -d -D -p -s -v -T --backup --compare --directory --preserve-timestamps --strip --verbose --no-target-directory last=write",
 	"cp, mv, ln, link: -t=dir --target-directory=dir -S= --suffix= --backup= --reflink= --sparse= --preserve= --no-preserve= -a -b -d -f -i -H -l -L -n -P -p -R -r -s -T -u -v -x --archive --force --recursive --symbolic --no-target-directory --update --verbose --parents last=write",
-	"tee: -a -i -p --append --ignore-interrupts --output-error= 1+=write",
+	"tee: filter=copy -a -i -p --append --ignore-interrupts --output-error= 1+=write",
 	"shred: -n= -s= --iterations= --size= --random-source= -f -u -v -x -z --force --remove --verbose --exact --zero 1+=write",
 	"truncate: -s= -r= --size= --reference= -c -o --no-create --io-blocks 1+=write",
 	"dd: nodd 1+=wpfx:of=",
 	"ddrescue: -b= -c= -d= -i= -o= -s= -f -n -r= -v -q 2=write",
-	"curl: -o=write --output=write -D=write --dump-header=write -c=write --cookie-jar=write --trace=write --trace-ascii=write --stderr=write --libcurl=write -K= --config= -d= --data= --data-binary= --data-raw= --data-urlencode= -F= --form= -H= --header= -X= --request= -u= --user= -A= --user-agent= -e= --referer= -b= --cookie= -T= --upload-file= -x= --proxy= -w= --write-out= -m= --max-time= --connect-timeout= --retry= -r= --range= -E= --cert= --key= --cacert= --resolve= --url= -s -S -f -L -k -v -i -I -O -J -g -G -n -N -q -Z -# --silent --show-error --fail --location --insecure --verbose --include --head --remote-name --remote-header-name --compressed --http1.1 --http2",
-	"wget: -O=write --output-document=write -o=write --output-file=write -a=write --append-output=write -P= --directory-prefix= -e= --execute= -i= --input-file= -t= --tries= -T= --timeout= -U= --user-agent= --header= --post-data= --post-file= --user= --password= --use-askpass=cmd -q -v -c -N -r -l= -k -p -m -np -nv -nc -nd -x --quiet --continue --recursive --mirror --no-check-certificate --spider",
+	"curl, fetch: fetches -o=write --output=write -D=write --dump-header=write -c=write --cookie-jar=write --trace=write --trace-ascii=write --stderr=write --libcurl=write -K= --config= -d= --data= --data-binary= --data-raw= --data-urlencode= -F= --form= -H= --header= -X= --request= -u= --user= -A= --user-agent= -e= --referer= -b= --cookie= -T= --upload-file= -x= --proxy= -w= --write-out= -m= --max-time= --connect-timeout= --retry= -r= --range= -E= --cert= --key= --cacert= --resolve= --url= -s -S -f -L -k -v -i -I -O -J -g -G -n -N -q -Z -# --silent --show-error --fail --location --insecure --verbose --include --head --remote-name --remote-header-name --compressed --http1.1 --http2",
+	"wget: fetches -O=write --output-document=write -o=write --output-file=write -a=write --append-output=write -P= --directory-prefix= -e= --execute= -i= --input-file= -t= --tries= -T= --timeout= -U= --user-agent= --header= --post-data= --post-file= --user= --password= --use-askpass=cmd -q -v -c -N -r -l= -k -p -m -np -nv -nc -nd -x --quiet --continue --recursive --mirror --no-check-certificate --spider",
 	"sort: -o=write --output=write -k= -t= -S= -T= --key= --field-separator= --buffer-size= --temporary-directory= --parallel= --batch-size= --compress-program=cmd -b -d -f -g -h -i -M -n -R -r -V -c -C -m -s -u -z",
 	// Formatters: which options take a value matters, so that a value is
 	// not taken for the dry run (-n) nor the device for a value.
@@ -295,8 +347,82 @@ var programTable = []string{
 	// Programs whose verbs act on something else than this machine (a
 	// virtual machine, a service, a cluster): their words are data, never
 	// the machine's reboot or shutdown.
-	"vagrant, virsh, VBoxManage, vboxmanage, multipass, lxc, incus, qm, pct, colima, limactl, orbctl, podman-machine, docker-compose, compose, pm2, supervisorctl, forever, nodemon, foreman, overmind, honcho, circusctl, monit, s6-svc, sv, rc-service, rc-update, update-rc.d, chkconfig, launchctl, brew, port, snap, flatpak, nix, nix-env, nix-shell, guix, asdf, mise, rtx, nvm, pyenv, rbenv, goenv, sdk, jenv, direnv, conda, mamba, micromamba, pixi, ansible-playbook, ansible-galaxy, salt, salt-call, chef-client, pulumi, cdk, serverless, sam, eksctl, k3d, k3s, microk8s, oc, istioctl, linkerd, argocd, flux, skaffold, tilt, devspace, okteto, telepresence, stern, kubectx, kubens, kustomize, helmfile, vault, consul, nomad, boundary, waypoint, redis-cli, mongosh, mongo, cqlsh, influx, clickhouse-client, etcdctl, nats, kafkacat, kcat, rabbitmqctl, celery, gunicorn, uvicorn, hypercorn, daphne, flask, django-admin, rails, rackup, puma, unicorn, thin, php-fpm, nginx, apachectl, httpd, caddy, traefik, haproxy, envoy, certbot-auto, mkcert, step, cfssl, ngrok, cloudflared, tailscale, zerotier-cli, wg, wg-quick, openvpn3, nmtui, bluetoothctl, pactl, amixer, xrandr, xset, gsettings, dconf, defaults, scutil, pmset, networksetup, softwareupdate, diskutil, hdiutil, tmutil, mdutil, spctl, csrutil, nvram, bless: ",
+	"vagrant, virsh, VBoxManage, vboxmanage, multipass, lxc, incus, qm, pct, colima, limactl, orbctl, podman-machine, docker-compose, compose, pm2, supervisorctl, forever, foreman, overmind, honcho, circusctl, monit, s6-svc, sv, rc-service, rc-update, update-rc.d, chkconfig, launchctl, brew, port, snap, flatpak, nix-env, guix, nvm, sdk, jenv, ansible-playbook, ansible-galaxy, salt, salt-call, chef-client, pulumi, cdk, serverless, sam, eksctl, k3d, k3s, microk8s, oc, istioctl, linkerd, argocd, flux, skaffold, tilt, devspace, okteto, telepresence, stern, kubectx, kubens, kustomize, helmfile, vault, consul, nomad, boundary, waypoint, redis-cli, mongosh, mongo, cqlsh, influx, clickhouse-client, etcdctl, nats, kafkacat, kcat, rabbitmqctl, celery, gunicorn, uvicorn, hypercorn, daphne, flask, django-admin, rails, rackup, puma, unicorn, thin, php-fpm, nginx, apachectl, httpd, caddy, traefik, haproxy, envoy, certbot-auto, mkcert, step, cfssl, ngrok, cloudflared, tailscale, zerotier-cli, wg, wg-quick, openvpn3, nmtui, bluetoothctl, pactl, amixer, xrandr, xset, gsettings, dconf, defaults, scutil, pmset, networksetup, softwareupdate, diskutil, hdiutil, tmutil, mdutil, spctl, csrutil, nvram, bless: ",
 
 	// Programs that only read their arguments: every word is data.
-	"echo, printf, true, false, :, test, [, [[, pwd, cd, pushd, popd, dirs, exit, return, export, declare, typeset, local, readonly, set, unset, shift, read, mapfile, readarray, getopts, wait, jobs, fg, bg, disown, kill, killall, pkill, pgrep, alias, unalias, hash, type, which, whereis, whatis, apropos, help, umask, ulimit, times, let, shopt, enable, caller, complete, compgen, history, fc, logout, suspend, sleep, usleep, yes, seq, date, cal, uname, hostname, id, whoami, groups, users, who, w, last, uptime, tty, stty, tput, reset, clear, locale, getconf, nproc, arch, lscpu, lsmem, lsusb, lspci, lsmod, lshw, free, vmstat, iostat, mpstat, sar, top, htop, btop, atop, ps, pstree, pidof, lsof, fuser, du, df, stat, file, ls, dir, vdir, tree, exa, eza, lsd, cat, tac, nl, head, tail, wc, cut, paste, join, comm, diff, diff3, sdiff, cmp, patch, tr, expand, unexpand, fold, fmt, pr, column, rev, uniq, shuf, od, hexdump, xxd, strings, base32, base64, basenc, md5sum, sha1sum, sha224sum, sha256sum, sha384sum, sha512sum, b2sum, cksum, sum, grep, egrep, fgrep, rg, ag, ack, jq, yq, xq, gojq, jless, fx, gron, csvlook, mlr, xsv, qsv, bat, batcat, highlight, pygmentize, realpath, readlink, basename, dirname, pathchk, mktemp, mkdir, rmdir, touch, chmod, chown, chgrp, chattr, lsattr, getfacl, setfacl, rm, unlink, mkfifo, mknod, sync, gzip, gunzip, zcat, bzip2, bunzip2, bzcat, xz, unxz, xzcat, zstd, unzstd, zstdcat, lz4, lzma, unlzma, 7z, 7za, unzip, zipinfo, unrar, cpio, ar, ranlib, nm, objdump, readelf, size, strip, addr2line, c++filt, ldd, gzexe, iconv, dos2unix, unix2dos, recode, envsubst, gettext, ngettext, msgfmt, xgettext, numfmt, factor, expr, units, tsort, csplit, look, spell, aspell, hunspell, wdiff, colordiff, delta, difft, tldr, cheat, fortune, cowsay, figlet, toilet, lolcat, banner, sl, notify-send, wall, write, mesg, logger, systemd-cat, printenv, dircolors, curlie, http, https, xh, httpie, ab, wrk, hey, siege, vegeta, gpg, gpg2, age, ssh-add, keychain, pass, sqlformat, sqlfluff, shellcheck, shfmt, hadolint, yamllint, jsonlint, markdownlint, actionlint, codespell, cloc, tokei, scc, ctags, cscope, global, gtags, entr, inotifywait, fswatch, getent",
+	// Filters: what they print is a function of what they read (a pure
+	// decoder), so that literal text through them is still known
+	// (echo cm0gLXJmIC8= | base64 -d | sh). filter=KIND names the function,
+	// when=OPTIONS the options that make it one (base64 without -d encodes).
+	"cat: filter=copy -A -b -e -E -n -s -t -T -u -v",
+	"base64: filter=base64-decode when=-d|--decode|-D -i -w= --ignore-garbage --wrap=",
+	"base32: filter=base32-decode when=-d|--decode -i -w= --ignore-garbage --wrap=",
+	"xxd: filter=hex-decode when=-r -p -c= -g= -l= -s= -u --ps --plain --revert",
+	"rev: filter=reverse",
+	"tr: filter=translate",
+	"echo, printf, true, false, :, test, [, [[, pwd, cd, pushd, popd, dirs, exit, return, export, declare, typeset, local, readonly, set, unset, shift, read, mapfile, readarray, getopts, wait, jobs, fg, bg, disown, kill, killall, pkill, pgrep, alias, unalias, hash, type, which, whereis, whatis, apropos, help, umask, ulimit, times, let, shopt, enable, caller, complete, compgen, history, fc, logout, suspend, sleep, usleep, yes, seq, date, cal, uname, hostname, id, whoami, groups, users, who, w, last, uptime, tty, stty, tput, reset, clear, locale, getconf, nproc, arch, lscpu, lsmem, lsusb, lspci, lsmod, lshw, free, vmstat, iostat, mpstat, sar, top, htop, btop, atop, ps, pstree, pidof, lsof, fuser, du, df, stat, file, ls, dir, vdir, tree, exa, eza, lsd, tac, nl, head, tail, wc, cut, paste, join, comm, diff, diff3, sdiff, cmp, patch, expand, unexpand, fold, fmt, pr, column, uniq, shuf, od, hexdump, strings, basenc, md5sum, sha1sum, sha224sum, sha256sum, sha384sum, sha512sum, b2sum, cksum, sum, grep, egrep, fgrep, rg, ag, ack, jq, yq, xq, gojq, jless, fx, gron, csvlook, mlr, xsv, qsv, bat, batcat, highlight, pygmentize, realpath, readlink, basename, dirname, pathchk, mktemp, mkdir, rmdir, touch, chmod, chown, chgrp, chattr, lsattr, getfacl, setfacl, rm, unlink, mkfifo, mknod, sync, gzip, gunzip, zcat, bzip2, bunzip2, bzcat, xz, unxz, xzcat, zstd, unzstd, zstdcat, lz4, lzma, unlzma, 7z, 7za, unzip, zipinfo, unrar, cpio, ar, ranlib, nm, objdump, readelf, size, strip, addr2line, c++filt, ldd, gzexe, iconv, dos2unix, unix2dos, recode, envsubst, gettext, ngettext, msgfmt, xgettext, numfmt, factor, expr, units, tsort, csplit, look, spell, aspell, hunspell, wdiff, colordiff, delta, difft, tldr, cheat, fortune, cowsay, figlet, toilet, lolcat, banner, sl, notify-send, wall, write, mesg, logger, systemd-cat, printenv, dircolors, curlie, http, https, xh, httpie, ab, wrk, hey, siege, vegeta, gpg, gpg2, age, ssh-add, keychain, pass, sqlformat, sqlfluff, shellcheck, shfmt, hadolint, yamllint, jsonlint, markdownlint, actionlint, codespell, cloc, tokei, scc, ctags, cscope, global, gtags, inotifywait, fswatch, getent",
+}
+
+// codeVarTable are the variables whose value a program runs as a command
+// line (git's ssh command and pager, man's and less's pagers, editors,
+// bash's prompt command, cargo's wrappers and runners, make's compilers,
+// npm's script shell). A * stands for any part of a name, once.
+var codeVarTable = []string{
+	"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_SEQUENCE_EDITOR", "GIT_PROXY_COMMAND",
+	"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
+	"LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND", "BROWSER", "BASH_ENV", "ENV",
+	"RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+	"CARGO_TARGET_*_RUNNER", "CARGO_TARGET_*_LINKER", "RUSTC", "RUSTDOC",
+	"CC", "CXX", "CPP", "LD", "FC", "HOSTCC", "CC_FOR_BUILD",
+	"npm_config_script_shell", "NPM_CONFIG_SCRIPT_SHELL", "YARN_SCRIPT_SHELL", "npm_config_git",
+}
+
+// codeVars and codeVarPatterns are codeVarTable as isCodeVar reads it.
+var codeVars, codeVarPatterns = func() (map[string]bool, []string) {
+	m := map[string]bool{}
+	var pats []string
+	for _, n := range codeVarTable {
+		if strings.Contains(n, "*") {
+			pats = append(pats, n)
+		} else {
+			m[n] = true
+		}
+	}
+	return m, pats
+}()
+
+// The kinds of programs the judging reads by name: what each kind does is
+// in commands.go and builtin.go, which program is of which kind is here.
+
+// privilegeRunners run a command as another user, with other capabilities,
+// or in another namespace or service manager: whatever they run, they are
+// refused for what they are.
+var privilegeRunners = map[string]bool{
+	"sudo": true, "su": true, "doas": true, "pkexec": true, "run0": true, "sudoedit": true, "gosu": true,
+	"su-exec": true, "runuser": true, "setpriv": true, "capsh": true, "nsenter": true, "systemd-run": true,
+	"sg": true, "newgrp": true, "chpst": true, "setuidgid": true,
+}
+
+// stringRunners are the programs stringRunner knows, which unwrap asks it
+// about (by their kind): the others run no string.
+var stringRunners = []string{"flock", "parallel"}
+
+// shells are the programs that are a shell: their -c string, their stdin
+// and their script operand are shell code (shellNested).
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true,
+	"yash": true, "fish": true, "rbash": true, "ksh93": true, "pdksh": true, "oksh": true, "loksh": true, "rksh": true,
+	"posh": true, "csh": true, "tcsh": true, "hush": true, "msh": true}
+
+// interpreters read a program from stdin when given no program argument; the
+// value lists their options that take the program or a value.
+var interpreters = map[string]string{
+	"python": "cmWXQ", "python2": "cmWXQ", "python3": "cmWXQ", "perl": "eElImMx", "ruby": "eIrE",
+	"node": "epr", "nodejs": "epr", "php": "rfBRFEdcz", "lua": "el", "tclsh": "", "awk": "fv",
+}
+
+// harmlessBuiltins run no program; allowlist mode never needs to name them.
+var harmlessBuiltins = map[string]bool{
+	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "echo": true,
+	"printf": true, "exit": true, "return": true, "export": true, "set": true, "unset": true, "shift": true,
+	"read": true, "local": true, "declare": true, "wait": true,
 }

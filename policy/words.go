@@ -387,6 +387,11 @@ func (c *checker) unknownPart(src string, part syntax.WordPart) bool {
 				}
 			}
 		}
+		if len(p.Stmts) == 1 {
+			if b, ok := p.Stmts[0].Cmd.(*syntax.BinaryCmd); ok && b.Op == syntax.Pipe {
+				return false // perhaps literal text through filters: partSegments decides
+			}
+		}
 		return true
 	case *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob:
 		return true
@@ -514,7 +519,29 @@ func (c *checker) cmdSubstText(src string, p *syntax.CmdSubst) (string, bool) {
 			}
 		}
 	}
+	if len(p.Stmts) == 1 {
+		if b, ok := p.Stmts[0].Cmd.(*syntax.BinaryCmd); ok && b.Op == syntax.Pipe {
+			// $(echo cm0gLXJmIC8= | base64 -d): literal text through filters.
+			var buf [8]*syntax.Stmt
+			text, known := "", false
+			for _, st := range pipeStages(buf[:0], p.Stmts[0]) {
+				if text, known = c.literalText(src, st, text, known); !known {
+					return "", false
+				}
+			}
+			return strings.TrimRight(text, "\n"), true // $(...) drops the trailing newlines
+		}
+	}
 	return "", false
+}
+
+// pipeStages appends the stages of the pipeline s (a | b | c).
+func pipeStages(stages []*syntax.Stmt, s *syntax.Stmt) []*syntax.Stmt {
+	if bc, ok := s.Cmd.(*syntax.BinaryCmd); ok && bc.Op == syntax.Pipe {
+		stages = pipeStages(stages, bc.X)
+		return pipeStages(stages, bc.Y)
+	}
+	return append(stages, s)
 }
 
 // paramInfo is what the script binds to the parameter of p, nil if nothing:
@@ -530,7 +557,7 @@ func (c *checker) paramInfo(p *syntax.ParamExp) *varInfo {
 // paramValues resolves $name, ${name} and ${name:-default} from the script's own
 // literal assignments; info is paramInfo(p).
 func (c *checker) paramValues(p *syntax.ParamExp, info *varInfo) ([]string, bool) {
-	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil || p.Slice != nil ||
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil ||
 		p.Repl != nil || p.Names != 0 || p.NestedParam != nil || len(p.Modifiers) > 0 {
 		return nil, false
 	}
@@ -540,6 +567,14 @@ func (c *checker) paramValues(p *syntax.ParamExp, info *varInfo) ([]string, bool
 	}
 	if !ok && p.Param.Value == "PWD" && info == nil {
 		vals, ok = []string{c.dir()}, true // where the script is (cd), else the working directory
+	}
+	if p.Slice != nil {
+		// ${x:OFFSET:LENGTH} of literal numbers: the substrings; any other
+		// slice is unknown, never the whole value.
+		if !ok || p.Exp != nil {
+			return nil, false
+		}
+		return sliceValues(vals, p.Slice)
 	}
 	if p.Exp == nil {
 		return vals, ok
@@ -819,4 +854,61 @@ func sourceOf(src string, n syntax.Node) string {
 		return "<dynamic>"
 	}
 	return src[start:end]
+}
+
+// sliceValues is ${x:OFFSET:LENGTH} of each of vals, for literal numbers
+// (a negative offset counts from the end, as bash's ${x: -1}).
+func sliceValues(vals []string, sl *syntax.Slice) ([]string, bool) {
+	off, ok := arithmLiteral(sl.Offset)
+	if !ok {
+		return nil, false
+	}
+	length, hasLen := 0, sl.Length != nil
+	if hasLen {
+		if length, ok = arithmLiteral(sl.Length); !ok || length < 0 {
+			return nil, false
+		}
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		r := []rune(v)
+		start := off
+		if start < 0 {
+			start += len(r)
+		}
+		if start < 0 || start > len(r) {
+			out[i] = ""
+			continue
+		}
+		end := len(r)
+		if hasLen && start+length < end {
+			end = start + length
+		}
+		out[i] = string(r[start:end])
+	}
+	return out, true
+}
+
+// arithmLiteral is the value of an arithmetic expression that is a literal
+// number, or its negation.
+func arithmLiteral(e syntax.ArithmExpr) (int, bool) {
+	if e == nil {
+		return 0, true // ${x::2}: the offset is 0
+	}
+	neg := false
+	if u, ok := e.(*syntax.UnaryArithm); ok && u.Op == syntax.Minus && !u.Post {
+		neg, e = true, u.X
+	}
+	w, ok := e.(*syntax.Word)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(w.Lit())
+	if err != nil || n > 1<<20 {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
