@@ -41,14 +41,31 @@ func (c *Config) CheckSecret(sec Secret, caller Caller) error {
 	return err
 }
 
+// MaxSecretName bounds a secret's name, in bytes.
+const MaxSecretName = 128
+
+// CheckSecretName reports whether name can name a secret: a variable name
+// of at most MaxSecretName bytes. A server checks the name of every route
+// that takes one, so that no name reaches into another tenant's secrets.
+func CheckSecretName(name string) error {
+	switch {
+	case len(name) > MaxSecretName:
+		return &SpecError{Field: "name", Reason: fmt.Sprintf("is %d bytes; a secret's name is at most %d", len(name), MaxSecretName)}
+	case !envName.MatchString(name):
+		return &SpecError{Field: "name", Reason: fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", name)}
+	}
+	return nil
+}
+
 // checkSecretDef reports the first invalid field of a secret's definition.
 func checkSecretDef(sec Secret) error {
 	bad := func(field, format string, args ...any) error {
 		return &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
+	if err := CheckSecretName(sec.Name); err != nil {
+		return err
+	}
 	switch {
-	case !envName.MatchString(sec.Name):
-		return bad("name", "%q is not a variable name (letters, digits and _, not starting with a digit)", sec.Name)
 	case sec.Value == "":
 		return bad("value", "is empty")
 	case strings.ContainsAny(sec.Value, "\r\n\x00"):
@@ -60,8 +77,14 @@ func checkSecretDef(sec Secret) error {
 	case strings.ContainsAny(sec.BasicUser, ":\r\n\x00"):
 		return bad("basic_user", "holds a colon, a line break or a NUL byte")
 	}
-	if _, err := egress.ParseRules(sec.Hosts); err != nil {
+	rules, err := egress.ParseRules(sec.Hosts)
+	if err != nil {
 		return bad("hosts", "%v", err)
+	}
+	for _, r := range rules {
+		if r.Port == 80 {
+			return bad("hosts", "%s is plain HTTP: the proxy puts a secret only into HTTPS requests, never into clear text the network reads; name the host's HTTPS port, or no port (443)", r)
+		}
 	}
 	if sec.Header != "" {
 		if err := egress.CheckSecretHeader(sec.Header); err != nil {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster/member"
@@ -57,7 +58,8 @@ type Config struct {
 	Secrets []api.Secret `json:"secrets,omitempty"`
 	// SecretsKeyFile holds the key (32 bytes, base64 or hex) that seals the
 	// secrets tenants store and the key of the secrets' authority, in the
-	// data dir; without it tenants store none. Keep it off the data dir.
+	// data dir. Default <data_dir>/secrets.key, made at the first start;
+	// one kept off the data dir leaves a copy of the data dir sealed.
 	SecretsKeyFile string `json:"secrets_key_file,omitempty"`
 	// RotateAuthority replaces the secrets' authority at this start (it is
 	// replaced anyway within 30 days of its end). Sandboxes started before
@@ -295,7 +297,7 @@ var settings = []setting{
 		c.Egress.SocketDir = v
 		return nil
 	}},
-	{"secrets-key-file", "file of the key (32 bytes, base64) sealing stored secrets and the secrets' authority; keep it off the data dir (default: tenants store no secrets)", func(c *Config, v string) error {
+	{"secrets-key-file", "file of the key (32 bytes, base64 or hex) sealing stored secrets and the secrets' authority (default <data>/secrets.key, made at the first start)", func(c *Config, v string) error {
 		c.SecretsKeyFile = v
 		return nil
 	}},
@@ -406,6 +408,9 @@ func Load(name string, args []string, getenv func(string) string, out io.Writer)
 	if cfg.AuditLog == "" {
 		cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.log")
 	}
+	if cfg.SecretsKeyFile == "" {
+		cfg.SecretsKeyFile = filepath.Join(cfg.DataDir, defaultKeyFile)
+	}
 	return cfg, printConfig, cfg.validate()
 }
 
@@ -413,6 +418,10 @@ func readConfigFile(path string, cfg *Config) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
+	}
+	if !utf8.Valid(data) {
+		// Go's decoder would change each invalid byte, in a secret's value too.
+		return fmt.Errorf("config file %s: not valid UTF-8", path)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields() // a misspelt ceiling must not be silently ignored
@@ -437,7 +446,15 @@ func (c *Config) validate() error {
 		case seen[t.Token]:
 			return fmt.Errorf("tokens[%d]: the token of tenant %q is given twice", i, t.Tenant)
 		}
+		if err := checkTenantName(t.Tenant); err != nil {
+			return fmt.Errorf("tokens[%d].tenant: %w", i, err)
+		}
 		seen[t.Token] = true
+	}
+	for name := range c.Tenants {
+		if err := checkTenantName(name); err != nil {
+			return fmt.Errorf("tenants: %w", err)
+		}
 	}
 	ec, err := c.ExecutorConfig()
 	if err != nil {
@@ -486,6 +503,16 @@ func (c *Config) validate() error {
 		return errors.New("max_body_bytes: must be at least 1KiB")
 	}
 	return c.Cluster.validate()
+}
+
+// checkTenantName refuses a tenant name with a '/': the vault keeps a
+// tenant's secrets under "secret/TENANT/NAME", and tenant "team" must not
+// reach the secrets of tenant "team/ops" (docs/server.md, "Secrets").
+func checkTenantName(name string) error {
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("tenant name %q holds a '/', which no tenant name may", name)
+	}
+	return nil
 }
 
 // validate reports the first cluster setting that cannot work, naming it as
