@@ -1,6 +1,9 @@
 package executor
 
 import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -20,11 +23,40 @@ import (
 // a trust bundle, the image's own authorities and airlock's, in the sandbox's
 // /tmp before the command starts, and the usual variables name it. Output
 // that carries a value (an origin that echoes a header) is redacted in the
-// Result and in a job's logs. docs/DESIGN.md, "Secrets".
+// Result and in a job's logs. docs/DESIGN.md, "Secrets". The operator's
+// Config.SandboxCAs join that bundle in every run, secrets or not.
 
-// trustVars name the bundle for the clients that read one: OpenSSL and Go
-// (SSL_CERT_FILE), Python's requests, Node, git and curl.
-var trustVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
+// trustVars name the bundle for the clients that read one: OpenSSL, Go and
+// Python's ssl (SSL_CERT_FILE), Python's requests, pip, Node, git and curl.
+var trustVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
+
+// ParseCertificates parses data, one or more PEM certificates and nothing
+// else (blank lines and text between blocks aside, as bundles have).
+func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	for rest := data; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			if bytes.Contains(rest, []byte("-----BEGIN")) {
+				return nil, fmt.Errorf("certificate %d is not valid PEM", len(certs)+1)
+			}
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("block %d is a %s, not a CERTIFICATE", len(certs)+1, block.Type)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %v", len(certs)+1, err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+	}
+	return certs, nil
+}
 
 // CheckSecret reports the first invalid field of sec, named as in its JSON:
 // its definition, then its hosts within the Config's egress bounds and the
@@ -159,9 +191,10 @@ func (e *Executor) bindSecrets(a Admitted) (runSecrets, error) {
 	return out, nil
 }
 
-// env returns env with the secrets' placeholders and the trust variables.
-func (r runSecrets) env(env map[string]string) map[string]string {
-	if len(r) == 0 {
+// env returns env with the secrets' placeholders, and the trust variables
+// when the run has a trust bundle (Executor.trustPEM).
+func (r runSecrets) env(env map[string]string, trust bool) map[string]string {
+	if len(r) == 0 && !trust {
 		return env
 	}
 	out := make(map[string]string, len(env)+len(r)+len(trustVars))
@@ -293,17 +326,23 @@ var processAuthority = sync.OnceValues(func() (*egress.Authority, error) {
 	return egress.NewAuthority("airlock secrets (this process)")
 })
 
-// trustPEM is the authority a run with secrets trusts, "" for another run.
-// bindSecrets has made it.
+// trustPEM is what a run trusts besides its image's authorities: the
+// operator's SandboxCAs, and airlock's authority for a run with secrets
+// (bindSecrets has made it); "" for a run with neither.
 func (e *Executor) trustPEM(s Spec) string {
-	if len(s.Secrets) == 0 {
-		return ""
+	var b strings.Builder
+	if cas := e.cfg.SandboxCAs; cas != "" {
+		b.WriteString(cas)
+		if !strings.HasSuffix(cas, "\n") {
+			b.WriteByte('\n')
+		}
 	}
-	a, err := e.authority()
-	if err != nil {
-		return ""
+	if len(s.Secrets) > 0 {
+		if a, err := e.authority(); err == nil {
+			b.Write(a.CertPEM())
+		}
 	}
-	return string(a.CertPEM())
+	return b.String()
 }
 
 // authorityFor is the authority of a run's session: nil for a run without

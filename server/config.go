@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,6 +63,11 @@ type Config struct {
 	// data dir. Default <data_dir>/secrets.key, made at the first start;
 	// one kept off the data dir leaves a copy of the data dir sealed.
 	SecretsKeyFile string `json:"secrets_key_file,omitempty"`
+	// SandboxCAFile, when set, is a PEM file of authorities every sandbox
+	// trusts besides its image's own: those of a network that re-signs
+	// outbound TLS. The proxy trusts them too, besides the host's, where it
+	// opens TLS itself (to the hosts of secrets). docs/server.md, "Network".
+	SandboxCAFile string `json:"sandbox_ca_file,omitempty"`
 	// RotateAuthority replaces the secrets' authority at this start (it is
 	// replaced anyway within 30 days of its end). Sandboxes started before
 	// trust the old one.
@@ -295,6 +302,10 @@ var settings = []setting{
 	}},
 	{"egress-socket-dir", "directory for the sandboxes' relay sockets, seen by the engine's host at the same path (default: under the temporary directory)", func(c *Config, v string) error {
 		c.Egress.SocketDir = v
+		return nil
+	}},
+	{"sandbox-ca-file", "PEM file of authorities every sandbox trusts besides its image's own, for a network that re-signs TLS; the proxy trusts them too (default: none)", func(c *Config, v string) error {
+		c.SandboxCAFile = v
 		return nil
 	}},
 	{"secrets-key-file", "file of the key (32 bytes, base64 or hex) sealing stored secrets and the secrets' authority (default <data>/secrets.key, made at the first start)", func(c *Config, v string) error {
@@ -590,6 +601,9 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 	ec.Egress.Default, ec.Egress.AllowCIDRs, ec.Egress.UpstreamProxy = c.Egress.Default, c.Egress.AllowCIDRs, c.Egress.UpstreamProxy
 	ec.Egress.SocketDir = c.Egress.SocketDir
 	ec.Secrets = c.Secrets
+	if err := c.sandboxCAs(&ec); err != nil {
+		return ec, err
+	}
 	if c.Pull != executor.PullNever && c.Pull != executor.PullMissing {
 		return ec, fmt.Errorf("pull: %q is not never or missing", c.Pull)
 	}
@@ -612,6 +626,34 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 		return ec, errors.New("ceilings.cpus: must not be negative")
 	}
 	return ec, nil
+}
+
+// sandboxCAs reads sandbox_ca_file into ec: the certificates for the
+// sandboxes' trust bundle, and the proxy's roots for the origins it opens
+// TLS to, the host's and these.
+func (c *Config) sandboxCAs(ec *executor.Config) error {
+	if c.SandboxCAFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(c.SandboxCAFile)
+	if err != nil {
+		return fmt.Errorf("sandbox_ca_file: %w", err)
+	}
+	certs, err := executor.ParseCertificates(data)
+	if err != nil {
+		return fmt.Errorf("sandbox_ca_file %s: %w", c.SandboxCAFile, err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool() // a host with no store of its own
+	}
+	var bundle []byte
+	for _, cert := range certs {
+		roots.AddCert(cert)
+		bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
+	}
+	ec.SandboxCAs, ec.Egress.OriginRoots = string(bundle), roots
+	return nil
 }
 
 // Redacted returns c with every token replaced by a short fingerprint, and the

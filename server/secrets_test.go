@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/executor"
+	"github.com/airlock-sandbox/airlock/internal/egress"
 	"github.com/airlock-sandbox/airlock/internal/enginefake"
 )
 
@@ -295,5 +296,51 @@ func TestConfigSecrets(t *testing.T) {
 	}
 	if r := c.Redacted(); r.Secrets[0].Value != "redacted" || c.Secrets[0].Value != "the-value" {
 		t.Errorf("Redacted: %+v, and the original %+v", r.Secrets, c.Secrets)
+	}
+}
+
+// TestSandboxCAFileConfig: sandbox_ca_file (flag, variable or file) is read
+// at load: its certificates go to the sandboxes' bundle and join the host's
+// roots in the proxy's; a file that is not PEM certificates keeps the server
+// from starting, naming the file.
+func TestSandboxCAFileConfig(t *testing.T) {
+	dir := t.TempDir()
+	a, err := egress.NewAuthority("network CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.pem")
+	os.WriteFile(good, append([]byte("network authority:\n"), a.CertPEM()...), 0o644)
+	for _, args := range [][]string{{"--sandbox-ca-file", good}, nil} {
+		env := map[string]string{"AIRLOCK_DATA": t.TempDir(), "AIRLOCK_SANDBOX_CA_FILE": good}
+		cfg, _, err := Load("serve", args, func(k string) string { return env[k] }, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ec, err := cfg.ExecutorConfig()
+		if err != nil || ec.SandboxCAs != string(a.CertPEM()) || ec.Egress.OriginRoots == nil {
+			t.Errorf("%v: %v, SandboxCAs %q; want the certificate alone, and roots for the proxy", args, err, ec.SandboxCAs)
+		}
+	}
+	key, _ := a.KeyPEM()
+	for name, data := range map[string]string{
+		"empty.pem":     "",
+		"text.pem":      "not a certificate\n",
+		"key.pem":       string(key),
+		"cut.pem":       string(a.CertPEM()[:200]),
+		"garbled.pem":   strings.Replace(string(a.CertPEM()), "M", "!", 3),
+		"then-bad.pem":  string(a.CertPEM()) + "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+		"notbase64.pem": "-----BEGIN CERTIFICATE-----\n%%%%\n-----END CERTIFICATE-----\n",
+	} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(data), 0o644)
+		_, _, err := Load("serve", []string{"--data", t.TempDir(), "--sandbox-ca-file", p}, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "sandbox_ca_file "+p) {
+			t.Errorf("%s: %v; want an error naming sandbox_ca_file and the file", name, err)
+		}
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	if _, _, err := Load("serve", []string{"--sandbox-ca-file", missing}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("a missing file: %v", err)
 	}
 }
