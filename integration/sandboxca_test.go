@@ -41,10 +41,11 @@ func TestSandboxCAFile(t *testing.T) {
 	// host of a secret, whose TLS the proxy opens itself.
 	host, secretHost := fmt.Sprintf("other.test:%d", port), fmt.Sprintf("api.test:%d", port)
 	value := secretValue(t)
+	// The run that names no secret gets the bundle too.
 	command := fmt.Sprintf(`curl -sS https://%[1]s/curl; echo "curl exit $?"
 python3 -c 'import urllib.request; print(urllib.request.urlopen("https://%[1]s/python").read().decode(), end="")'; echo "python exit $?"
-curl -sS -H "Authorization: Bearer $API_TOKEN" https://%[2]s/secret; echo "secret exit $?"
-`, host, secretHost)
+`, host)
+	secretCommand := fmt.Sprintf(`curl -sS -H "Authorization: Bearer $API_TOKEN" https://%s/secret; echo "secret exit $?"`, secretHost)
 
 	serverExecutor := func(t *testing.T, args ...string) *executor.Executor {
 		t.Helper()
@@ -69,16 +70,17 @@ curl -sS -H "Authorization: Bearer $API_TOKEN" https://%[2]s/secret; echo "secre
 		return e
 	}
 	caller := executor.Caller{Tenant: "a", Secrets: []executor.Secret{{Name: "API_TOKEN", Value: value, Hosts: []string{secretHost}}}}
-	spec := executor.Spec{Image: "airlock/debian", Egress: []string{host}, Secrets: []string{"API_TOKEN"}, Timeout: 120, Command: command}
+	spec := executor.Spec{Image: "airlock/debian", Egress: []string{host}, Timeout: 120, Command: command}
+	secretSpec := executor.Spec{Image: "airlock/debian", Secrets: []string{"API_TOKEN"}, Timeout: 120, Command: secretCommand}
 
 	without, with := serverExecutor(t), serverExecutor(t, "--sandbox-ca-file", caFile)
 	eachRuntime(t, func(t *testing.T, rt string) {
-		spec.Runtime = rt
+		spec.Runtime, secretSpec.Runtime = rt, rt
 		mu.Lock()
 		auths = nil
 		mu.Unlock()
 		res := runAs(t, without, caller, spec)
-		for _, want := range []string{"curl exit 60", "python exit 1", "secret exit 56"} {
+		for _, want := range []string{"curl exit 60", "python exit 1"} {
 			if !strings.Contains(res.Stdout, want) {
 				t.Errorf("without the file: stdout %q; want %q\nstderr %q", res.Stdout, want, res.Stderr)
 			}
@@ -88,20 +90,25 @@ curl -sS -H "Authorization: Bearer $API_TOKEN" https://%[2]s/secret; echo "secre
 				t.Errorf("without the file: stderr %q; want %q", res.Stderr, want)
 			}
 		}
-		if en, ok := egressEntryAt(res, "api.test", port); !ok || !strings.Contains(en.Reason, "TLS to the origin") {
-			t.Errorf("without the file: the entry %+v; want the proxy's TLS to the secret's origin refused", en)
+		res = runAs(t, without, caller, secretSpec)
+		if en, ok := egressEntryAt(res, "api.test", port); res.Stdout != "secret exit 56\n" || !ok || !strings.Contains(en.Reason, "TLS to the origin") {
+			t.Errorf("without the file: stdout %q, the entry %+v; want the proxy's TLS to the secret's origin refused", res.Stdout, en)
 		}
 
-		res = runAs(t, with, caller, spec)
 		hello := "hello through the re-signing network\n"
-		if want := hello + "curl exit 0\n" + hello + "python exit 0\n" + hello + "secret exit 0\n"; res.Stdout != want {
+		res = runAs(t, with, caller, spec)
+		if want := hello + "curl exit 0\n" + hello + "python exit 0\n"; res.Stdout != want {
 			t.Errorf("with the file: stdout %q; want %q\nstderr %q", res.Stdout, want, res.Stderr)
+		}
+		res = runAs(t, with, caller, secretSpec)
+		if want := hello + "secret exit 0\n"; res.Stdout != want {
+			t.Errorf("with the file, a secret's host: stdout %q; want %q\nstderr %q", res.Stdout, want, res.Stderr)
 		}
 		mu.Lock()
 		got := append([]string(nil), auths...)
 		mu.Unlock()
 		if len(got) != 3 || got[0] != "" || got[2] != "Bearer "+value {
-			t.Errorf("the origin got Authorization %q; want the secret's value on the third request", got)
+			t.Errorf("the origin got Authorization %q; want the secret's value on the third request only", got)
 		}
 	})
 }

@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/api"
 	"github.com/airlock-sandbox/airlock/cluster/member"
@@ -430,9 +429,9 @@ func readConfigFile(path string, cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	if !utf8.Valid(data) {
-		// Go's decoder would change each invalid byte, in a secret's value too.
-		return fmt.Errorf("config file %s: not valid UTF-8", path)
+	if why := invalidText(data); why != "" {
+		// Go's decoder would put U+FFFD in its place, in a secret's value too.
+		return fmt.Errorf("config file %s: %s", path, why)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields() // a misspelt ceiling must not be silently ignored

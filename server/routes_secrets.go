@@ -86,8 +86,8 @@ func checkSecretText(data []byte) error {
 	return nil
 }
 
-// invalidText says why lit, a JSON string literal, is not valid UTF-8
-// text, or "".
+// invalidText says why lit, a JSON string literal (or a whole document,
+// whose escapes are all in strings), is not valid UTF-8 text, or "".
 func invalidText(lit []byte) string {
 	if !utf8.Valid(lit) {
 		return "is not valid UTF-8"

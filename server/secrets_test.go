@@ -167,6 +167,7 @@ func TestSecretNames(t *testing.T) {
 		{"PUT", "/v1/secrets/ops%2FOPS", "not a variable name"},
 		{"DELETE", "/v1/secrets/" + long, "at most 128"},
 		{"PUT", "/v1/secrets/" + long, "at most 128"},
+		{"PUT", "/v1/secrets/" + strings.Repeat("A", 129), "is 129 bytes"},
 	} {
 		var body any
 		if c.method == "PUT" {
@@ -228,6 +229,18 @@ func TestSecretValueText(t *testing.T) {
 	stored, err := h.svc.storedSecrets("alpha")
 	if err != nil || len(stored) != 1 || stored[0].Value != "café-😀-\ufffd" {
 		t.Errorf("stored %+v %v", stored, err)
+	}
+	// The configuration's secrets, read from its file, likewise.
+	for name, data := range map[string]string{
+		"bytes.json":     "{\"secrets\": [{\"name\": \"T\", \"value\": \"\xff\", \"hosts\": [\"api.test\"]}]}",
+		"surrogate.json": `{"secrets": [{"name": "T", "value": "\udfff", "hosts": ["api.test"]}]}`,
+	} {
+		p := filepath.Join(t.TempDir(), name)
+		os.WriteFile(p, []byte(data), 0o600)
+		_, _, err := Load("serve", []string{"--config", p, "--egress-allowed", "api.test"}, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "config file "+p) {
+			t.Errorf("%s: %v; want an error naming the file", name, err)
+		}
 	}
 }
 
