@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
+	"github.com/airlock-sandbox/airlock/executor"
 )
 
 // TestServeSecretsOwnKey runs the README's secrets example against `airlock
@@ -89,4 +91,27 @@ func logSays(logs, msg, file string) bool {
 		}
 	}
 	return false
+}
+
+// TestSecretPlainHTTPRefused: in a sandbox, a plain-HTTP request to the host
+// a run's secret is bound to is refused with a 403 that names the secret and
+// says why, and the run's egress counts it; it was sent on with the
+// placeholder, and the report said nothing. Under runc and gVisor.
+func TestSecretPlainHTTPRefused(t *testing.T) {
+	o := startOrigins(t)
+	e := egressExecutor(t, nil)
+	hp := o.port(o.http)
+	host := fmt.Sprintf("api.test:%d", hp)
+	caller := executor.Caller{Tenant: "a", Secrets: []executor.Secret{{Name: "API_TOKEN", Value: secretValue(t), Hosts: []string{host}}}}
+	eachRuntime(t, func(t *testing.T, rt string) {
+		res := runAs(t, e, caller, executor.Spec{Image: "airlock/debian", Runtime: rt, Secrets: []string{"API_TOKEN"}, Timeout: 60,
+			Command: fmt.Sprintf(`curl -sS --fail-with-body -H "Authorization: Bearer $API_TOKEN" http://%s/x; echo "exit $?"`, host)})
+		want := "airlock egress proxy: " + host + " refused: secret API_TOKEN is bound to it, and a secret goes only into HTTPS requests, never into plain HTTP: use https://\nexit 22\n"
+		if res.Stdout != want {
+			t.Errorf("stdout %q; want %q\nstderr %q", res.Stdout, want, res.Stderr)
+		}
+		if en, ok := egressEntryAt(res, "api.test", hp); !ok || en.Refused != 1 || !strings.Contains(en.Reason, "only into HTTPS") || en.BytesOut != 0 {
+			t.Errorf("the entry %+v; want the refusal, and nothing sent", en)
+		}
+	})
 }
