@@ -235,7 +235,7 @@ func (e *Executor) Launch(ctx context.Context, a Admitted) (Process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s.Env = secrets.env(s.Env)
+	s.Env = secrets.env(s.Env, e.trustPEM(s) != "")
 	// The engine keeps the job's output; its container carries the store's label
 	// and no deadline: it outlives this process, and reconcile knows it as a job.
 	plan := e.plan(j.ID, s)

@@ -81,6 +81,11 @@ type Config struct {
 	// Secrets are the operator's, which every caller may ask for by name
 	// (Spec.Secrets); a Caller's own come first (docs/DESIGN.md, "Secrets").
 	Secrets []Secret
+	// SandboxCAs, when set, are PEM certificates every run under airlock's
+	// init trusts besides its image's own: the authorities of a network that
+	// re-signs outbound TLS. The init writes them into the run's trust
+	// bundle, as airlock's authority for a run's secrets (see trustVars).
+	SandboxCAs string
 	// Policy judges every command before a container exists; nil checks nothing.
 	Policy *policy.Policy
 	// Logger receives airlock's own messages (image builds, cleanup failures).
@@ -223,6 +228,14 @@ func (c *Config) check() error {
 	}
 	if _, err := c.upstreamProxy(); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if c.SandboxCAs != "" {
+		if c.InitPath == EngineInit {
+			return fmt.Errorf("config: SandboxCAs need airlock's init, which writes the sandbox's trust bundle")
+		}
+		if _, err := ParseCertificates([]byte(c.SandboxCAs)); err != nil {
+			return fmt.Errorf("config: SandboxCAs: %w", err)
+		}
 	}
 	for i, sec := range c.Secrets {
 		if err := c.CheckSecret(sec, Caller{}); err != nil {

@@ -77,7 +77,7 @@ func (e *Executor) Execute(ctx context.Context, a Admitted, opts ...RunOption) (
 	if err != nil {
 		return failedResult(res, err)
 	}
-	s.Env = secrets.env(s.Env)
+	s.Env = secrets.env(s.Env, e.trustPEM(s) != "")
 
 	plan := e.plan(res.ID, s)
 	if s.Workspace != "" {

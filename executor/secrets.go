@@ -1,6 +1,9 @@
 package executor
 
 import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -20,11 +23,40 @@ import (
 // a trust bundle, the image's own authorities and airlock's, in the sandbox's
 // /tmp before the command starts, and the usual variables name it. Output
 // that carries a value (an origin that echoes a header) is redacted in the
-// Result and in a job's logs. docs/DESIGN.md, "Secrets".
+// Result and in a job's logs. docs/DESIGN.md, "Secrets". The operator's
+// Config.SandboxCAs join that bundle in every run, secrets or not.
 
-// trustVars name the bundle for the clients that read one: OpenSSL and Go
-// (SSL_CERT_FILE), Python's requests, Node, git and curl.
-var trustVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
+// trustVars name the bundle for the clients that read one: OpenSSL, Go and
+// Python's ssl (SSL_CERT_FILE), Python's requests, pip, Node, git and curl.
+var trustVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
+
+// ParseCertificates parses data, one or more PEM certificates and nothing
+// else (blank lines and text between blocks aside, as bundles have).
+func ParseCertificates(data []byte) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	for rest := data; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			if bytes.Contains(rest, []byte("-----BEGIN")) {
+				return nil, fmt.Errorf("certificate %d is not valid PEM", len(certs)+1)
+			}
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("block %d is a %s, not a CERTIFICATE", len(certs)+1, block.Type)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %v", len(certs)+1, err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+	}
+	return certs, nil
+}
 
 // CheckSecret reports the first invalid field of sec, named as in its JSON:
 // its definition, then its hosts within the Config's egress bounds and the
@@ -41,14 +73,31 @@ func (c *Config) CheckSecret(sec Secret, caller Caller) error {
 	return err
 }
 
+// MaxSecretName bounds a secret's name, in bytes.
+const MaxSecretName = 128
+
+// CheckSecretName reports whether name can name a secret: a variable name
+// of at most MaxSecretName bytes. A server checks the name of every route
+// that takes one, so that no name reaches into another tenant's secrets.
+func CheckSecretName(name string) error {
+	switch {
+	case len(name) > MaxSecretName:
+		return &SpecError{Field: "name", Reason: fmt.Sprintf("is %d bytes; a secret's name is at most %d", len(name), MaxSecretName)}
+	case !envName.MatchString(name):
+		return &SpecError{Field: "name", Reason: fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", name)}
+	}
+	return nil
+}
+
 // checkSecretDef reports the first invalid field of a secret's definition.
 func checkSecretDef(sec Secret) error {
 	bad := func(field, format string, args ...any) error {
 		return &SpecError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
+	if err := CheckSecretName(sec.Name); err != nil {
+		return err
+	}
 	switch {
-	case !envName.MatchString(sec.Name):
-		return bad("name", "%q is not a variable name (letters, digits and _, not starting with a digit)", sec.Name)
 	case sec.Value == "":
 		return bad("value", "is empty")
 	case strings.ContainsAny(sec.Value, "\r\n\x00"):
@@ -60,8 +109,14 @@ func checkSecretDef(sec Secret) error {
 	case strings.ContainsAny(sec.BasicUser, ":\r\n\x00"):
 		return bad("basic_user", "holds a colon, a line break or a NUL byte")
 	}
-	if _, err := egress.ParseRules(sec.Hosts); err != nil {
+	rules, err := egress.ParseRules(sec.Hosts)
+	if err != nil {
 		return bad("hosts", "%v", err)
+	}
+	for _, r := range rules {
+		if r.Port == 80 {
+			return bad("hosts", "%s is plain HTTP: the proxy puts a secret only into HTTPS requests, never into clear text the network reads; name the host's HTTPS port, or no port (443)", r)
+		}
 	}
 	if sec.Header != "" {
 		if err := egress.CheckSecretHeader(sec.Header); err != nil {
@@ -136,9 +191,10 @@ func (e *Executor) bindSecrets(a Admitted) (runSecrets, error) {
 	return out, nil
 }
 
-// env returns env with the secrets' placeholders and the trust variables.
-func (r runSecrets) env(env map[string]string) map[string]string {
-	if len(r) == 0 {
+// env returns env with the secrets' placeholders, and the trust variables
+// when the run has a trust bundle (Executor.trustPEM).
+func (r runSecrets) env(env map[string]string, trust bool) map[string]string {
+	if len(r) == 0 && !trust {
 		return env
 	}
 	out := make(map[string]string, len(env)+len(r)+len(trustVars))
@@ -270,17 +326,23 @@ var processAuthority = sync.OnceValues(func() (*egress.Authority, error) {
 	return egress.NewAuthority("airlock secrets (this process)")
 })
 
-// trustPEM is the authority a run with secrets trusts, "" for another run.
-// bindSecrets has made it.
+// trustPEM is what a run trusts besides its image's authorities: the
+// operator's SandboxCAs, and airlock's authority for a run with secrets
+// (bindSecrets has made it); "" for a run with neither.
 func (e *Executor) trustPEM(s Spec) string {
-	if len(s.Secrets) == 0 {
-		return ""
+	var b strings.Builder
+	if cas := e.cfg.SandboxCAs; cas != "" {
+		b.WriteString(cas)
+		if !strings.HasSuffix(cas, "\n") {
+			b.WriteByte('\n')
+		}
 	}
-	a, err := e.authority()
-	if err != nil {
-		return ""
+	if len(s.Secrets) > 0 {
+		if a, err := e.authority(); err == nil {
+			b.Write(a.CertPEM())
+		}
 	}
-	return string(a.CertPEM())
+	return b.String()
 }
 
 // authorityFor is the authority of a run's session: nil for a run without

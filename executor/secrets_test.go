@@ -97,7 +97,7 @@ func TestRedact(t *testing.T) {
 	if want := "x [secret API_TOKEN]** y"; live.String() != want || o.stderr != nil {
 		t.Errorf("live output %q; want %q", live.String(), want)
 	}
-	env := r.env(map[string]string{"A": "1"})
+	env := r.env(map[string]string{"A": "1"}, true)
 	if env["A"] != "1" || env["API_TOKEN"] != r[0].Placeholder || env["GIT_SSL_CAINFO"] == "" {
 		t.Errorf("env %v; want A kept, the placeholder and the trust bundle", env)
 	}

@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,8 +59,14 @@ type Config struct {
 	Secrets []api.Secret `json:"secrets,omitempty"`
 	// SecretsKeyFile holds the key (32 bytes, base64 or hex) that seals the
 	// secrets tenants store and the key of the secrets' authority, in the
-	// data dir; without it tenants store none. Keep it off the data dir.
+	// data dir. Default <data_dir>/secrets.key, made at the first start;
+	// one kept off the data dir leaves a copy of the data dir sealed.
 	SecretsKeyFile string `json:"secrets_key_file,omitempty"`
+	// SandboxCAFile, when set, is a PEM file of authorities every sandbox
+	// trusts besides its image's own: those of a network that re-signs
+	// outbound TLS. The proxy trusts them too, besides the host's, where it
+	// opens TLS itself (to the hosts of secrets). docs/server.md, "Network".
+	SandboxCAFile string `json:"sandbox_ca_file,omitempty"`
 	// RotateAuthority replaces the secrets' authority at this start (it is
 	// replaced anyway within 30 days of its end). Sandboxes started before
 	// trust the old one.
@@ -304,7 +312,11 @@ var settings = []setting{
 		c.Egress.SocketDir = v
 		return nil
 	}},
-	{"secrets-key-file", "file of the key (32 bytes, base64) sealing stored secrets and the secrets' authority; keep it off the data dir (default: tenants store no secrets)", func(c *Config, v string) error {
+	{"sandbox-ca-file", "PEM file of authorities every sandbox trusts besides its image's own, for a network that re-signs TLS; the proxy trusts them too (default: none)", func(c *Config, v string) error {
+		c.SandboxCAFile = v
+		return nil
+	}},
+	{"secrets-key-file", "file of the key (32 bytes, base64 or hex) sealing stored secrets and the secrets' authority (default <data>/secrets.key, made at the first start)", func(c *Config, v string) error {
 		c.SecretsKeyFile = v
 		return nil
 	}},
@@ -421,6 +433,9 @@ func Load(name string, args []string, getenv func(string) string, out io.Writer)
 	if cfg.AuditLog == "" {
 		cfg.AuditLog = filepath.Join(cfg.DataDir, "audit.log")
 	}
+	if cfg.SecretsKeyFile == "" {
+		cfg.SecretsKeyFile = filepath.Join(cfg.DataDir, defaultKeyFile)
+	}
 	return cfg, printConfig, cfg.validate()
 }
 
@@ -428,6 +443,10 @@ func readConfigFile(path string, cfg *Config) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
+	}
+	if why := invalidText(data); why != "" {
+		// Go's decoder would put U+FFFD in its place, in a secret's value too.
+		return fmt.Errorf("config file %s: %s", path, why)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields() // a misspelt ceiling must not be silently ignored
@@ -452,7 +471,15 @@ func (c *Config) validate() error {
 		case seen[t.Token]:
 			return fmt.Errorf("tokens[%d]: the token of tenant %q is given twice", i, t.Tenant)
 		}
+		if err := checkTenantName(t.Tenant); err != nil {
+			return fmt.Errorf("tokens[%d].tenant: %w", i, err)
+		}
 		seen[t.Token] = true
+	}
+	for name := range c.Tenants {
+		if err := checkTenantName(name); err != nil {
+			return fmt.Errorf("tenants: %w", err)
+		}
 	}
 	ec, err := c.ExecutorConfig()
 	if err != nil {
@@ -501,6 +528,16 @@ func (c *Config) validate() error {
 		return errors.New("max_body_bytes: must be at least 1KiB")
 	}
 	return c.Cluster.validate()
+}
+
+// checkTenantName refuses a tenant name with a '/': the vault keeps a
+// tenant's secrets under "secret/TENANT/NAME", and tenant "team" must not
+// reach the secrets of tenant "team/ops" (docs/server.md, "Secrets").
+func checkTenantName(name string) error {
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("tenant name %q holds a '/', which no tenant name may", name)
+	}
+	return nil
 }
 
 // validate reports the first cluster setting that cannot work, naming it as
@@ -578,6 +615,9 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 	ec.Egress.Default, ec.Egress.AllowCIDRs, ec.Egress.UpstreamProxy = c.Egress.Default, c.Egress.AllowCIDRs, c.Egress.UpstreamProxy
 	ec.Egress.SocketDir = c.Egress.SocketDir
 	ec.Secrets = c.Secrets
+	if err := c.sandboxCAs(&ec); err != nil {
+		return ec, err
+	}
 	if c.Pull != executor.PullNever && c.Pull != executor.PullMissing {
 		return ec, fmt.Errorf("pull: %q is not never or missing", c.Pull)
 	}
@@ -600,6 +640,34 @@ func (c *Config) ExecutorConfig() (executor.Config, error) {
 		return ec, errors.New("ceilings.cpus: must not be negative")
 	}
 	return ec, nil
+}
+
+// sandboxCAs reads sandbox_ca_file into ec: the certificates for the
+// sandboxes' trust bundle, and the proxy's roots for the origins it opens
+// TLS to, the host's and these.
+func (c *Config) sandboxCAs(ec *executor.Config) error {
+	if c.SandboxCAFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(c.SandboxCAFile)
+	if err != nil {
+		return fmt.Errorf("sandbox_ca_file: %w", err)
+	}
+	certs, err := executor.ParseCertificates(data)
+	if err != nil {
+		return fmt.Errorf("sandbox_ca_file %s: %w", c.SandboxCAFile, err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool() // a host with no store of its own
+	}
+	var bundle []byte
+	for _, cert := range certs {
+		roots.AddCert(cert)
+		bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
+	}
+	ec.SandboxCAs, ec.Egress.OriginRoots = string(bundle), roots
+	return nil
 }
 
 // Redacted returns c with every token replaced by a short fingerprint, and the

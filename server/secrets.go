@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -26,10 +28,11 @@ import (
 // tenants.NAME.secrets, for one). A tenant stores its own with PUT
 // /v1/secrets/{name}; no route reads a value back. Stored secrets, and the
 // key of the authority with which the proxy terminates TLS for their hosts,
-// are sealed with AES-256-GCM under the key in secrets_key_file, which the
-// operator keeps off the data dir: the database holds no value in the clear.
-// Without secrets_key_file the server stores none (the route answers 501), and
-// its authority lives in the process only.
+// are sealed with AES-256-GCM under the key in secrets_key_file: the
+// database holds no value in the clear. By default that file is the data
+// dir's own secrets.key, made at the first start; an operator who keeps the
+// key off the data dir (so that a copy of the data dir opens nothing) names
+// another.
 
 // vault seals what the server keeps in its store's vault.
 type vault struct {
@@ -37,13 +40,65 @@ type vault struct {
 	aead cipher.AEAD
 }
 
-// openVault opens the vault of c's data dir, sealed with the key in
-// secrets_key_file; nil without one.
-func openVault(c *Config) (*vault, error) {
-	if c.SecretsKeyFile == "" {
-		return nil, nil
+// defaultKeyFile is the name of the secrets key in the data dir, when the
+// operator names no secrets_key_file.
+const defaultKeyFile = "secrets.key"
+
+// secretsKeyPath is the file of the secrets key: secrets_key_file, or the
+// data dir's own.
+func (c *Config) secretsKeyPath() string {
+	if c.SecretsKeyFile != "" {
+		return c.SecretsKeyFile
 	}
-	key, err := readSecretsKey(c.SecretsKeyFile)
+	return filepath.Join(c.DataDir, defaultKeyFile)
+}
+
+// EnsureSecretsKey returns the file of the secrets key, and makes it (32
+// random bytes in base64, mode 0600) when it is the data dir's own and is
+// not there yet; made says it did. A file the operator named elsewhere is
+// never made: a missing one is an error, since a new key opens none of
+// what the old one sealed.
+func (c *Config) EnsureSecretsKey() (path string, made bool, err error) {
+	path = c.secretsKeyPath()
+	if path != filepath.Join(c.DataDir, defaultKeyFile) {
+		return path, false, nil
+	}
+	if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return path, false, nil // there, or readSecretsKey says why not
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return path, false, fmt.Errorf("make the secrets key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return path, false, nil // another process on the data dir made it first
+	}
+	if err != nil {
+		return path, false, fmt.Errorf("make the secrets key: %w", err)
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	_, err = f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return path, false, fmt.Errorf("make the secrets key %s: %w", path, err)
+	}
+	return path, true, nil
+}
+
+// openVault opens the vault of c's data dir, sealed with the secrets key.
+func openVault(c *Config) (*vault, error) {
+	path, _, err := c.EnsureSecretsKey()
+	if err != nil {
+		return nil, err
+	}
+	key, err := readSecretsKey(path)
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +172,9 @@ const authorityRenewal = 30 * 24 * time.Hour
 // SecretsAuthority is the server's authority for the hosts of secrets: the
 // one sealed in its vault, or a new one made and sealed there when there is
 // none, when it ends within 30 days, or when rotate_authority asks for it.
-// It is nil without secrets_key_file: the executor then makes one for the
-// process.
 func (c *Config) SecretsAuthority() (*egress.Authority, error) {
 	v, err := openVault(c)
-	if v == nil || err != nil {
+	if err != nil {
 		return nil, err
 	}
 	type sealedAuthority struct{ Cert, Key []byte }
@@ -187,6 +240,11 @@ func (s *Service) PutSecret(_ context.Context, tenant, name string, sec api.Secr
 // DeleteSecret removes the tenant's stored secret name; one that is not
 // there is not an error.
 func (s *Service) DeleteSecret(_ context.Context, tenant, name string) error {
+	// As on PUT: a name with a '/' would reach another tenant's key
+	// (secretKey), one too long the store's bound.
+	if err := executor.CheckSecretName(name); err != nil {
+		return err
+	}
 	if s.vault == nil {
 		return api.ErrNoSecretsKey
 	}

@@ -132,6 +132,16 @@ func openService(cfg server.Config, log *slog.Logger) (*executor.Executor, *serv
 		return nil, nil, err
 	}
 	ec.Logger = log
+	keyFile, made, err := cfg.EnsureSecretsKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	if made {
+		log.Warn("made a secrets key: it seals the secrets tenants store; keep a copy, or set secrets_key_file to one kept off the data dir",
+			"secrets_key_file", keyFile)
+	} else {
+		log.Info("secrets key", "secrets_key_file", keyFile)
+	}
 	if ec.Egress.Authority, err = cfg.SecretsAuthority(); err != nil {
 		return nil, nil, err
 	}

@@ -639,6 +639,9 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 		}
 	}
 	t, ref := s.vet(s.ctx, host, port)
+	if ref == nil {
+		ref = s.plainRefusal(k)
+	}
 	if ref != nil {
 		s.answer(l, ref)
 		return false

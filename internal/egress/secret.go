@@ -132,6 +132,19 @@ func (sec *Secret) hide(h http.Header) {
 	}
 }
 
+// plainRefusal refuses a plain-HTTP request to k when one of the session's
+// secrets is bound to k: the proxy never puts a value into clear text, which
+// the network reads, and a request passed on without it would fail at the
+// origin for a reason the run could not see. nil when no secret is bound.
+func (s *Session) plainRefusal(k hostPort) *refusal {
+	secrets := s.secretsFor(k.host, k.port)
+	if len(secrets) == 0 {
+		return nil
+	}
+	return &refusal{http.StatusForbidden, k, "refused",
+		fmt.Sprintf("secret %s is bound to it, and a secret goes only into HTTPS requests, never into plain HTTP: use https://", secrets[0].Name)}
+}
+
 // secretsFor returns the session's secrets bound to host on port.
 func (s *Session) secretsFor(host string, port uint16) []*Secret {
 	var out []*Secret

@@ -141,6 +141,8 @@ func TestSecretPlaceholderOnlyForItsHost(t *testing.T) {
 	}
 }
 
+// TestSecretNotOverPlainHTTP: a plain-HTTP request to a secret's host is
+// refused, saying why, rather than sent on without the value.
 func TestSecretNotOverPlainHTTP(t *testing.T) {
 	var got string
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Get("Authorization") }))
@@ -150,9 +152,12 @@ func TestSecretNotOverPlainHTTP(t *testing.T) {
 	p.Secrets = []Secret{{Name: "T", Value: "v", Placeholder: ph, Rules: p.Rules}}
 	s := NewSession(t.Context(), p)
 	proxy := serve(t, s)
-	resp, _ := rawRequest(t, proxy, "GET http://api.test:"+port+"/ HTTP/1.1\r\nHost: api.test:"+port+"\r\nAuthorization: Bearer "+ph+"\r\nConnection: close\r\n\r\n")
-	if resp.StatusCode != 200 || got != "Bearer "+ph {
-		t.Errorf("plain HTTP: status %d, origin got %q; want the placeholder, never the value", resp.StatusCode, got)
+	resp, body := rawRequest(t, proxy, "GET http://api.test:"+port+"/ HTTP/1.1\r\nHost: api.test:"+port+"\r\nAuthorization: Bearer "+ph+"\r\nConnection: close\r\n\r\n")
+	if resp.StatusCode != http.StatusForbidden || got != "" || !strings.Contains(body, "secret T is bound to it") {
+		t.Errorf("plain HTTP: status %d %q, origin got %q; want a 403 naming the secret, and nothing sent", resp.StatusCode, body, got)
+	}
+	if e := entry(t, s, "api.test", port); e.Refused != 1 || !strings.Contains(e.Reason, "only into HTTPS") || len(e.Secrets) != 0 {
+		t.Errorf("api.test's entry %+v; want the refusal and its reason", e)
 	}
 }
 
