@@ -174,6 +174,10 @@ _BY_CODE: Dict[str, Type[AirlockError]] = {
     "cancelled": ServerError,
     "database_unavailable": ServerError,
     "lease_lapsed": ServerError,
+    "node_draining": ServerError,
+    "no_secrets_key": ServerError,
+    "method_not_allowed": SpecError,
+    "headers_too_large": SpecError,
 }
 
 # The classes for codes the client does not know, by HTTP status.
@@ -183,7 +187,9 @@ _BY_STATUS: Dict[int, Type[AirlockError]] = {
     403: AuthError,
     404: NotFound,
     409: Conflict,
+    405: SpecError,
     413: SpecError,
+    431: SpecError,
     429: BusyError,
 }
 

@@ -145,3 +145,15 @@ class ContractTest(ServerTest):
             self.assertTrue(event in op["description"], "the follow reads the %s event" % event)
         for name in ("offset", "data"):
             self.assertIn(name, self.schema("LogChunk")["properties"])
+
+    def test_every_error_code_has_its_class(self) -> None:
+        """Every code /openapi.json names for Error.code maps to an exception
+        class of its own kind, not to the fallback by status."""
+        import re
+        from airlock import errors
+        desc = self.schema("Error")["properties"]["error"]["properties"]["code"]["description"]
+        codes = set(re.findall(r"`([a-z_]+)`", desc))
+        self.assertGreater(len(codes), 20, desc)
+        for code in sorted(codes):
+            with self.subTest(code=code):
+                self.assertIn(code, errors._BY_CODE, "the server answers %s; the client has no class for it" % code)
