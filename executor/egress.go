@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/api"
@@ -121,7 +122,9 @@ func (e *Executor) listenRelay(ctx context.Context, name, runtime string) (*rela
 	sock := filepath.Join(dir, filepath.Base(relay.Socket))
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err == nil {
-		// The sandbox's user is not airlock's: its init must be able to dial.
+		// The sandbox's user is not airlock's: its init must be able to
+		// dial. No other user of the host can: the directory above is
+		// airlock's alone (privateDir).
 		err = os.Chmod(sock, 0o666)
 	}
 	// Under runc the sandbox's connections are the host kernel's: the init
@@ -171,8 +174,14 @@ func (e *Executor) relaySockets(ctx context.Context, runtime string) (string, bo
 		e.relayChecked = true
 		return "", false
 	}
-	if err := os.MkdirAll(dir, 0o711); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		e.cfg.Logger.Warn("relays go over exec streams: no socket directory", "dir", dir, "err", err)
+		e.relayChecked = true
+		return "", false
+	}
+	if err := privateDir(dir); err != nil {
+		e.cfg.Logger.Warn("relays go over exec streams: the socket directory is not airlock's alone, so another user of the host could reach a sandbox's relay; set egress.socket_dir to one that is",
+			"dir", dir, "err", err)
 		e.relayChecked = true
 		return "", false
 	}
@@ -217,6 +226,56 @@ func (e *Executor) sweepRelayDirs() {
 		live[c.Name] = true
 	}
 	e.removeStaleRelayDirs(live)
+}
+
+// privateDir makes dir, the relays' directory, traversable by airlock's
+// user alone (mode 0700): a sandbox's socket is open to any user who can
+// reach it (the sandbox's user is not airlock's), and its path is in every
+// sandbox's /proc/*/mountinfo; the engine mounts each sandbox's own
+// directory, below dir, into it, so the sandbox never walks dir. It first
+// checks that no other user can change where the path leads: dir is a
+// directory of airlock's user, not a link, and each directory above it is
+// root's or airlock's user's and writable by no one else, unless sticky
+// (/tmp). docs/DESIGN.md, "Egress proxy", says why this and not a check of
+// each peer.
+func privateDir(dir string) error {
+	uid := uint32(os.Geteuid())
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir() || !ok:
+		return fmt.Errorf("%s is not a directory", dir)
+	case st.Uid != uid:
+		return fmt.Errorf("%s belongs to user %d, not to airlock's (%d)", dir, st.Uid, uid)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err != nil {
+		return err
+	}
+	for p := parent; ; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: no owner", p)
+		case st.Uid != uid && st.Uid != 0:
+			return fmt.Errorf("%s, above it, belongs to user %d, who could move it", p, st.Uid)
+		case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0:
+			return fmt.Errorf("%s, above it, is writable by other users (mode %v), who could move it", p, fi.Mode().Perm())
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // relayBase is the directory of the relays' sockets, asked of the engine or

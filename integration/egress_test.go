@@ -16,12 +16,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/executor"
+	"golang.org/x/sys/unix"
 )
 
 // Network by allow-list, end to end: origins the test serves on the host's
@@ -429,4 +433,102 @@ func TestEgressJobAcrossRestart(t *testing.T) {
 	if en, ok := egressEntry(res, "pypi.test"); !ok || en.Connections != 1 {
 		t.Errorf("the job's egress across the restart: %+v", res.Egress)
 	}
+}
+
+// dialAs connects to the Unix socket at path as the host's user uid would:
+// on a thread of its own whose file system user and group are uid, so that
+// the kernel checks the path's permissions for that user. The thread ends
+// with the call (it is never unlocked), so nothing else runs as uid.
+func dialAs(uid int, path string) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		unix.Setfsgid(uid)
+		unix.Setfsuid(uid)
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer unix.Close(fd)
+		errc <- unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+	}()
+	return <-errc
+}
+
+// TestEgressRelaySocketIsPrivate: another user of the engine's host, who
+// finds a running sandbox's relay socket (its path is in /proc/*/mountinfo),
+// is refused when it connects, directly or through the sandbox's root in
+// /proc; the sandbox still reaches its hosts through it; under runc and
+// gVisor.
+func TestEgressRelaySocketIsPrivate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to dial as another user")
+	}
+	o := startOrigins(t)
+	hp := o.port(o.http)
+	socketDir, err := os.MkdirTemp("", "ar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(socketDir) })
+	os.Chmod(socketDir, 0o755) // as the default one was made, in /tmp
+	e := egressExecutor(t, func(c *executor.EgressConfig) { c.SocketDir = socketDir })
+	eachRuntime(t, func(t *testing.T, rt string) {
+		type result struct {
+			res executor.Result
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := e.Run(t.Context(), executor.Spec{Runtime: rt, Egress: []string{fmt.Sprintf("pypi.test:%d", hp)}, Timeout: 60,
+				Command: fmt.Sprintf(`sleep 4; wget -q -O - http://pypi.test:%d/still-works`, hp)})
+			done <- result{res, err}
+		}()
+		var socks []string
+		for deadline := time.Now().Add(4 * time.Second); len(socks) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			socks, _ = filepath.Glob(filepath.Join(socketDir, "*", "airlock-*", "egress.sock"))
+		}
+		if len(socks) == 0 {
+			t.Skipf("no relay socket under %s: the relays go over exec streams here", socketDir)
+		}
+		for _, sock := range socks {
+			if err := dialAs(4242, sock); !errors.Is(err, unix.EACCES) {
+				t.Errorf("another user of the host dialled %s: %v; want EACCES", sock, err)
+			}
+			// As the battery found it: the processes whose mounts name the
+			// socket's directory, and the socket through their root.
+			for _, path := range throughProc(filepath.Dir(sock)) {
+				if err := dialAs(4242, path); err == nil {
+					t.Errorf("another user of the host dialled %s", path)
+				}
+			}
+		}
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.res.ExitCode != 0 || r.res.Stdout != fmt.Sprintf("hello from pypi.test:%d over plain http\n", hp) {
+			t.Errorf("the sandbox through its relay: exit %d stdout %q stderr %q", r.res.ExitCode, r.res.Stdout, r.res.Stderr)
+		}
+	})
+}
+
+// throughProc returns the paths, through /proc/PID/root, of the socket in
+// dir for every process whose mounts include dir.
+func throughProc(dir string) []string {
+	files, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if fields := strings.Fields(line); len(fields) > 4 && strings.HasSuffix(fields[3], filepath.Base(dir)) {
+				out = append(out, filepath.Join(filepath.Dir(f), "root", fields[4], "egress.sock"))
+			}
+		}
+	}
+	return out
 }

@@ -36,17 +36,22 @@
 // each way over the whole run (MaxBytesIn, MaxBytesOut, exact even when
 // connections race), and how long a client connection lives (MaxLifetime).
 // Session.Close, or the end of the context NewSession was given, closes every
-// connection at once. Session.Report lists each host and port asked for:
+// connection at once. Every head the proxy reads, from a client, an origin
+// or an upstream proxy, is read within a 64 KiB buffer (waitHead), so no
+// peer grows its memory. Session.Report lists each host and port asked for:
 // allowed or denied, why, connections, and bytes each way, for the run's
-// Result.
+// Result; at most MaxEntries of them, then one entry (OthersHost) for the
+// rest. Refusal and cut log lines are rate-limited per session.
 //
 // A run's secrets (Policy.Secrets, secret.go) change one thing: a CONNECT to
 // a host a secret is bound to is intercepted (intercept.go). The proxy opens
 // its own verified TLS to the origin, terminates the client's with a leaf
 // from Policy.Authority for the CONNECT's name, and puts the secret into
 // each request: the placeholder the sandbox holds is replaced by the value,
-// or a configured header is set. Every other host stays a tunnel; plain HTTP
-// never carries a value; the report names the secrets applied per host,
+// or a configured header is set. Every byte of such a host's answers
+// passes the scrubber (status line, 1xx and final headers, body, trailers),
+// or the answer is refused (an encoded body). Every other host stays a
+// tunnel; plain HTTP never carries a value; the report names the secrets applied per host,
 // never a value.
 //
 // The package uses the standard library alone. It knows nothing of sandboxes

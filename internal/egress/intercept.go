@@ -48,7 +48,7 @@ func (s *Session) intercept(l *link, br *bufio.Reader, t target, secrets []*Secr
 	})
 	tc.SetDeadline(time.Now().Add(s.p.ConnectTimeout))
 	if err := tc.HandshakeContext(s.ctx); err != nil {
-		s.log.Info("egress client TLS failed", "host", t.key.host, "port", t.key.port, "err", err)
+		s.logLimited("egress client TLS failed", "host", t.key.host, "port", t.key.port, "err", err)
 		return
 	}
 	tc.SetDeadline(time.Time{})
@@ -124,6 +124,6 @@ func (s *Session) dialTLS(t target, secrets []*Secret) (*upstream, *refusal) {
 	// The caps count what the session carries: for an intercepted host,
 	// the requests and responses, not their encryption.
 	u.Conn, u.secrets = tc, secrets
-	u.br = bufio.NewReaderSize(u, 32<<10)
+	u.br = bufio.NewReaderSize(u, maxHead)
 	return u, nil
 }

@@ -87,14 +87,27 @@ const maxRefusing = 64
 // the request it is refused, so that a flood of them holds little.
 const overCapWait = 5 * time.Second
 
+// overCapHead bounds the head read of a connection over MaxConns: enough
+// for the request line and Host of any real client, so that up to
+// maxRefusing of them hold at most this each.
+const overCapHead = 4 << 10
+
 // refuseOverCap reads the request of a connection over MaxConns, for the
-// report's sake, and answers 429.
+// report's sake, and answers 429. It reads at most overCapHead bytes.
 func (s *Session) refuseOverCap(conn net.Conn) {
 	conn.SetDeadline(time.Now().Add(overCapWait))
-	req, err := http.ReadRequest(bufio.NewReaderSize(conn, 4<<10))
 	why := fmt.Sprintf("connection cap of %d reached", s.p.MaxConns)
+	br := bufio.NewReaderSize(conn, overCapHead)
+	if _, err := waitHead(br); err != nil {
+		if errors.Is(err, errHeadTooLarge) {
+			refuse(conn, http.StatusTooManyRequests, why)
+		}
+		s.logRefused("", 0, why)
+		return
+	}
+	req, err := http.ReadRequest(br)
 	if err != nil {
-		s.log.Info("egress refused", "reason", why)
+		s.logRefused("", 0, why)
 		return
 	}
 	k := hostPort{host: canonicalHost(req.URL.Hostname()), port: 80}
@@ -122,6 +135,27 @@ var errHeadTooLarge = errors.New("request head too large")
 // returns its Host header values: http.ReadRequest drops the Host header of an
 // absolute-URI request, and the proxy must see it to refuse a mismatch.
 func peekHosts(br *bufio.Reader) ([]string, error) {
+	b, err := waitHead(br)
+	if err != nil {
+		return nil, err
+	}
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(b)))
+	if _, err := tp.ReadLine(); err != nil {
+		return nil, nil // ReadRequest says what is wrong
+	}
+	h, _ := tp.ReadMIMEHeader()
+	return h.Values("Host"), nil
+}
+
+// waitHead waits until br holds a whole head, a request's or a response's
+// line and headers up to the empty line that ends them, and returns it
+// without consuming it; errHeadTooLarge when br's buffer fills first. Every
+// head the proxy reads, the client's, an origin's and an upstream proxy's,
+// is waited for so before net/http parses it, which then reads within what
+// br holds: textproto alone grows a line without bound, and a peer that
+// never ends one would grow airlock's memory with it.
+func waitHead(br *bufio.Reader) ([]byte, error) {
+	from := 0 // where the search for the end goes on
 	for {
 		if br.Buffered() == 0 {
 			if _, err := br.Peek(1); err != nil {
@@ -129,24 +163,31 @@ func peekHosts(br *bufio.Reader) ([]string, error) {
 			}
 		}
 		b, _ := br.Peek(br.Buffered())
-		if i := bytes.Index(b, []byte("\n\r\n")); i >= 0 {
-			b = b[:i+3]
-		} else if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
-			b = b[:i+2]
-		} else if len(b) >= br.Size() {
+		if n := headEnd(b, from); n > 0 {
+			return b[:n], nil
+		}
+		if len(b) >= br.Size() {
 			return nil, errHeadTooLarge
-		} else if _, err := br.Peek(len(b) + 1); err != nil {
+		}
+		from = max(0, len(b)-2)
+		if _, err := br.Peek(len(b) + 1); err != nil {
 			return nil, err
-		} else {
-			continue
 		}
-		tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(b)))
-		if _, err := tp.ReadLine(); err != nil {
-			return nil, nil // ReadRequest says what is wrong
-		}
-		h, _ := tp.ReadMIMEHeader()
-		return h.Values("Host"), nil
 	}
+}
+
+// headEnd returns the length of the head that b begins with, or 0 when b
+// holds no empty line yet at or after from: the first line end followed by
+// an empty line, CRLF or LF alone, as textproto reads them.
+func headEnd(b []byte, from int) int {
+	end := 0
+	if i := bytes.Index(b[from:], []byte("\n\r\n")); i >= 0 {
+		end = from + i + 3
+	}
+	if i := bytes.Index(b[from:], []byte("\n\n")); i >= 0 && (end == 0 || from+i+2 < end) {
+		end = from + i + 2
+	}
+	return end
 }
 
 // refuse answers a request the proxy will not carry, and says why in plain
@@ -177,7 +218,9 @@ func (l *link) failed(u *upstream, what string, err error) {
 		l.s.noteEnd(l, u)
 		l.refuse(http.StatusTooManyRequests, fmt.Sprintf("%s refused: %s", u.key, u.capReached()))
 	default:
-		l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: %s: %v", u.key, what, err))
+		// An error can quote what the origin sent (a malformed status
+		// line), so it passes the scrubber too.
+		l.refuse(http.StatusBadGateway, hideText(fmt.Sprintf("%s: %s: %v", u.key, what, err), u.secrets))
 	}
 }
 
@@ -352,7 +395,11 @@ func (s *Session) dialUpstreamProxy(ctx context.Context, k hostPort, tunnel bool
 		return nil, fmt.Errorf("upstream proxy: %w", err)
 	}
 	br := bufio.NewReaderSize(c, maxHead)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	_, err = waitHead(br)
+	var resp *http.Response
+	if err == nil {
+		resp, err = http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	}
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("upstream proxy: %w", err)
@@ -559,12 +606,29 @@ func copyOut(dst io.Writer, u *upstream, n int64) (int64, error) {
 	return total, nil
 }
 
+// maxInformational bounds the informational answers (1xx) an origin may
+// send before its answer to one request.
+const maxInformational = 16
+
+// readResponse reads the origin's next answer to out, its head bounded by
+// ubr's size (waitHead).
+func readResponse(ubr *bufio.Reader, out *http.Request) (*http.Response, error) {
+	if _, err := waitHead(ubr); err != nil {
+		if errors.Is(err, errHeadTooLarge) {
+			return nil, fmt.Errorf("the answer's status line and headers are over %d KiB", ubr.Size()>>10)
+		}
+		return nil, err
+	}
+	return http.ReadResponse(ubr, out)
+}
+
 // bigBody is the size from which a response's body is copied by copyOut
 // rather than through net/http's writer.
 const bigBody = 1 << 20
 
 // writeBig writes resp, whose body of resp.ContentLength bytes (at least
-// bigBody, no trailer) comes from u, to the client: its head as net/http
+// bigBody, no trailer) comes from u, a host no secret is bound to (their
+// answers all pass the scrubber), to the client: its head as net/http
 // writes one, then what ubr already holds of the body, then the rest from
 // u by copyOut.
 func writeBig(client net.Conn, resp *http.Response, u *upstream, ubr *bufio.Reader) error {
@@ -656,7 +720,7 @@ func (s *Session) forward(l *link, req *http.Request, hosts []string) bool {
 	return s.carry(l, req, u, func() (*upstream, *refusal) {
 		u, ref := s.dial(t, false)
 		if ref == nil {
-			u.br = bufio.NewReaderSize(u, 32<<10)
+			u.br = bufio.NewReaderSize(u, maxHead)
 		}
 		return u, ref
 	})
@@ -737,6 +801,11 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 			s.noteSecret(u.key, sec.Name)
 		}
 	}
+	if len(u.secrets) > 0 {
+		// The answer is scanned for the values, which a compressed body
+		// would hide.
+		out.Header.Set("Accept-Encoding", "identity")
+	}
 	if _, ok := out.Header["User-Agent"]; !ok {
 		// Request.Write would add Go's own.
 		out.Header["User-Agent"] = []string{""}
@@ -764,15 +833,23 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 		l.failed(u, "sending the request failed", err)
 		return false, false
 	}
-	resp, err := http.ReadResponse(ubr, out)
+	resp, err := readResponse(ubr, out)
 	if err != nil && stale(err) {
 		return false, true
 	}
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+	for n := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; n++ {
+		if n == maxInformational {
+			err = fmt.Errorf("more than %d informational answers (1xx) before the answer", maxInformational)
+			break
+		}
+		// An informational answer (103 Early Hints) is passed on as it
+		// comes, with its headers hidden as the final answer's are.
+		dropHopHeaders(resp.Header)
+		hideResponse(resp, u.secrets)
 		fmt.Fprintf(l.client, "HTTP/1.1 %s\r\n", resp.Status)
 		resp.Header.Write(l.client)
 		io.WriteString(l.client, "\r\n")
-		resp, err = http.ReadResponse(ubr, out)
+		resp, err = readResponse(ubr, out)
 	}
 	if err != nil {
 		l.failed(u, "no answer", err)
@@ -785,17 +862,24 @@ func (s *Session) roundTrip(l *link, req *http.Request, u *upstream, reused bool
 	}
 	originClose := resp.Close
 	dropHopHeaders(resp.Header)
-	for _, sec := range u.secrets {
-		sec.hide(resp.Header)
-	}
-	if len(u.secrets) > 0 && resp.Header.Get("Content-Encoding") == "" {
-		resp.Body = newScrubber(resp.Body, u.secrets)
+	if len(u.secrets) > 0 {
+		// Every byte of the answer passes the scrubber: status line and
+		// headers now, the body as it passes, the trailers at its end. A
+		// body encoded despite the request's identity cannot be scanned,
+		// and is refused.
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+			l.refuse(http.StatusBadGateway, fmt.Sprintf("%s: the answer's body is encoded (%.40q) though the proxy asked for none: a host bound to a secret is answered only with a body the proxy can scan for it", u.key, ce))
+			return false, false
+		}
+		hideResponse(resp, u.secrets)
+		resp.Body = newScrubber(resp, u.secrets)
 	}
 	unbounded := resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 &&
 		req.Method != http.MethodHead && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	keep = !req.Close && !originClose && !unbounded
 	resp.Close = !keep
 	if resp.ContentLength >= bigBody && len(resp.TransferEncoding) == 0 && resp.Trailer == nil && req.Method != http.MethodHead &&
+		len(u.secrets) == 0 &&
 		!strings.HasPrefix(resp.Status, "1") {
 		err := writeBig(l.client, resp, u, ubr)
 		resp.Body = http.NoBody // read whole, or the connection goes

@@ -121,9 +121,16 @@ func (sec *Secret) replaceIn(v string) string {
 
 // hide replaces the value by the placeholder in h, a response's headers, so
 // that an origin that echoes a header back does not hand the value to the
-// sandbox there. A body is scrubbed as it passes (scrubber).
+// sandbox there; a header whose name carries the value is dropped (names
+// come case-folded, so they are compared so). A body is scrubbed as it
+// passes (scrubber).
 func (sec *Secret) hide(h http.Header) {
+	lower := strings.ToLower(sec.Value)
 	for name, vals := range h {
+		if strings.Contains(strings.ToLower(name), lower) {
+			delete(h, name)
+			continue
+		}
 		for i, v := range vals {
 			if strings.Contains(v, sec.Value) {
 				h[name][i] = strings.ReplaceAll(v, sec.Value, sec.Placeholder)
@@ -143,6 +150,22 @@ func (s *Session) plainRefusal(k hostPort) *refusal {
 	}
 	return &refusal{http.StatusForbidden, k, "refused",
 		fmt.Sprintf("secret %s is bound to it, and a secret goes only into HTTPS requests, never into plain HTTP: use https://", secrets[0].Name)}
+}
+
+// hideResponse hides the secrets' values in resp's status line and headers.
+func hideResponse(resp *http.Response, secrets []*Secret) {
+	resp.Status = hideText(resp.Status, secrets)
+	for _, sec := range secrets {
+		sec.hide(resp.Header)
+	}
+}
+
+// hideText replaces each secret's value in s by its placeholder.
+func hideText(s string, secrets []*Secret) string {
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec.Value, sec.Placeholder)
+	}
+	return s
 }
 
 // secretsFor returns the session's secrets bound to host on port.
@@ -174,35 +197,45 @@ func (s *Session) noteSecret(k hostPort, name string) {
 
 // scrubber is a response body with every secret's value replaced by as many
 // stars, so that an origin that echoes a request back does not hand the
-// value to the sandbox, and the body's length stays what the origin said. A
-// compressed body is not scrubbed: its caller does not wrap one.
+// value to the sandbox, and the body's length stays what the origin said.
+// At the body's end, before it says so, it hides the values in the
+// response's trailers, which net/http has read by then and writes after the
+// body.
 type scrubber struct {
-	r     io.ReadCloser
-	m     *Masker
-	ready []byte // masked, to pass on
-	err   error  // the body's end, once read
+	resp    *http.Response
+	r       io.ReadCloser
+	secrets []*Secret
+	m       *Masker
+	buf     []byte
+	ready   []byte // masked, to pass on
+	err     error  // the body's end, once read
 }
 
-func newScrubber(r io.ReadCloser, secrets []*Secret) *scrubber {
+func newScrubber(resp *http.Response, secrets []*Secret) *scrubber {
 	var values, masks []string
 	for _, sec := range secrets {
 		values, masks = append(values, sec.Value), append(masks, strings.Repeat("*", len(sec.Value)))
 	}
-	return &scrubber{r: r, m: NewMasker(values, masks)}
+	return &scrubber{resp: resp, r: resp.Body, secrets: secrets, m: NewMasker(values, masks)}
 }
 
 func (s *scrubber) Read(p []byte) (int, error) {
 	for len(s.ready) == 0 {
 		if s.err != nil {
 			if s.ready = s.m.Flush(); len(s.ready) == 0 {
+				for _, sec := range s.secrets {
+					sec.hide(s.resp.Trailer)
+				}
 				return 0, s.err
 			}
 			break
 		}
-		buf := make([]byte, 32<<10)
+		if s.buf == nil {
+			s.buf = make([]byte, 32<<10)
+		}
 		var n int
-		n, s.err = s.r.Read(buf)
-		s.ready = s.m.Feed(buf[:n])
+		n, s.err = s.r.Read(s.buf)
+		s.ready = s.m.Feed(s.buf[:n])
 	}
 	n := copy(p, s.ready)
 	s.ready = s.ready[n:]

@@ -320,7 +320,7 @@ func TestScrubber(t *testing.T) {
 	for _, in := range []string{"", "s3cret", "a s3cret b s3cr", "s3crets3cret xy", strings.Repeat("-", 70<<10) + "s3cret"} {
 		want := strings.ReplaceAll(strings.ReplaceAll(in, "s3cret", "******"), "xy", "**")
 		for name, r := range map[string]io.Reader{"whole": strings.NewReader(in), "byte by byte": iotest.OneByteReader(strings.NewReader(in))} {
-			got, err := io.ReadAll(newScrubber(io.NopCloser(r), secrets))
+			got, err := io.ReadAll(newScrubber(&http.Response{Body: io.NopCloser(r)}, secrets))
 			if err != nil || string(got) != want {
 				t.Errorf("%s %.40q: %.40q %v; want %.40q", name, in, got, err, want)
 			}

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,7 +186,10 @@ type Session struct {
 	links   map[*link]struct{}
 	open    int // client connections being served
 	tallies map[hostPort]*tally
+	others  *tally // the hosts past MaxEntries, together
 	wg      sync.WaitGroup
+
+	logs logLimit
 }
 
 // NewSession starts a run's proxy. It closes itself when ctx ends.
@@ -228,6 +232,7 @@ func (s *Session) Close() {
 func (s *Session) shut(cause string) {
 	s.stop()
 	s.mu.Lock()
+	first := !s.closed
 	s.closed = true
 	links := make([]*link, 0, len(s.links))
 	for l := range s.links {
@@ -239,63 +244,184 @@ func (s *Session) shut(cause string) {
 		l.cut(cause)
 	}
 	s.wg.Wait()
+	if n := s.logs.leftOut(); first && n > 0 {
+		s.log.Info("egress log lines left out", "lines", n, "at_most_per_second", 1, "burst", logBurst)
+	}
 }
 
+// MaxEntries bounds the hosts and ports a session's report lists one by
+// one; the ones asked for after them share one more entry, OthersHost.
+const MaxEntries = 128
+
+// OthersHost is the Host of the report's entry for the hosts and ports
+// past MaxEntries.
+const OthersHost = "(others)"
+
+// maxHostLen is a host name's longest (DNS). A longer one is refused, and
+// the report and the log name it by its beginning and its length.
+const maxHostLen = 253
+
+// maxReason bounds a reason kept in the report.
+const maxReason = 1 << 10
+
 // Report returns one Entry per host and port the session was asked for,
-// sorted by host then port.
+// sorted by host then port, at most MaxEntries of them, then one for
+// OthersHost if more were asked for.
 func (s *Session) Report() []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Entry, 0, len(s.tallies))
+	out := make([]Entry, 0, len(s.tallies)+1)
 	for k, t := range s.tallies {
-		e := Entry{
-			Host:        k.host,
-			Port:        k.port,
-			Decision:    Denied,
-			Reason:      t.reason,
-			Connections: t.connections,
-			Refused:     t.refused,
-			BytesIn:     t.in.Load(),
-			BytesOut:    t.out.Load(),
-			Secrets:     slices.Sorted(maps.Keys(t.secrets)),
-		}
-		if t.connections > 0 {
-			e.Decision = Allowed
-		}
-		out = append(out, e)
+		out = append(out, t.entry(k))
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port))
 	})
+	if t := s.others; t != nil {
+		e := t.entry(hostPort{host: OthersHost})
+		e.Reason = fmt.Sprintf("past the %d hosts and ports listed: %d more attempts refused and %d connections made (the last: %s)",
+			MaxEntries, t.refused, t.connections, t.reason)
+		out = append(out, e)
+	}
 	return out
 }
 
-// tallyLocked returns k's tally, made on first use; s.mu is held.
-func (s *Session) tallyLocked(k hostPort) *tally {
-	t := s.tallies[k]
-	if t == nil {
-		t = &tally{}
-		s.tallies[k] = t
+func (t *tally) entry(k hostPort) Entry {
+	e := Entry{
+		Host:        k.host,
+		Port:        k.port,
+		Decision:    Denied,
+		Reason:      t.reason,
+		Connections: t.connections,
+		Refused:     t.refused,
+		BytesIn:     t.in.Load(),
+		BytesOut:    t.out.Load(),
+		Secrets:     slices.Sorted(maps.Keys(t.secrets)),
 	}
+	if t.connections > 0 {
+		e.Decision = Allowed
+	}
+	return e
+}
+
+// tallyLocked returns k's tally, made on first use, or the one of the hosts
+// past MaxEntries; s.mu is held.
+func (s *Session) tallyLocked(k hostPort) *tally {
+	k.host = shortHost(k.host)
+	t := s.tallies[k]
+	if t != nil {
+		return t
+	}
+	if len(s.tallies) >= MaxEntries {
+		if s.others == nil {
+			s.others = &tally{}
+		}
+		return s.others
+	}
+	t = &tally{}
+	s.tallies[k] = t
 	return t
+}
+
+// shortHost is h, or when h is longer than a host name can be, its
+// beginning and its length: what the report and the log name it by.
+func shortHost(h string) string {
+	if len(h) <= maxHostLen {
+		return h
+	}
+	return fmt.Sprintf("%s...(%d bytes)", strings.ToValidUTF8(h[:64], "?"), len(h))
+}
+
+// clip bounds a reason to maxReason bytes.
+func clip(why string) string {
+	if len(why) <= maxReason {
+		return why
+	}
+	return strings.ToValidUTF8(why[:maxReason], "?") + "..."
 }
 
 // noteRefused records a refused attempt at k.
 func (s *Session) noteRefused(k hostPort, why string) {
+	why = clip(why)
 	s.mu.Lock()
 	t := s.tallyLocked(k)
 	t.refused++
 	t.reason = why
 	s.mu.Unlock()
-	s.log.Info("egress refused", "host", k.host, "port", k.port, "reason", why)
+	s.logRefused(k.host, k.port, why)
+}
+
+// logRefused writes the refusal's log line, within the session's rate.
+func (s *Session) logRefused(host string, port uint16, why string) {
+	s.logLimited("egress refused", "host", shortHost(host), "port", port, "reason", clip(why))
+}
+
+// logLimited writes a line of the kinds a sandbox can make many of
+// (refusals, cuts, failed handshakes), within the session's rate
+// (logLimit).
+func (s *Session) logLimited(msg string, args ...any) {
+	n, ok := s.logs.take()
+	if !ok {
+		return
+	}
+	if n > 0 {
+		args = append(args, "lines_left_out", n)
+	}
+	s.log.Info(msg, args...)
 }
 
 // noteCut records why an open connection to k was ended early.
 func (s *Session) noteCut(k hostPort, why string) {
+	why = clip(why)
 	s.mu.Lock()
 	s.tallyLocked(k).reason = "cut: " + why
 	s.mu.Unlock()
-	s.log.Info("egress cut", "host", k.host, "port", k.port, "reason", why)
+	s.logLimited("egress cut", "host", shortHost(k.host), "port", k.port, "reason", why)
+}
+
+// logBurst is how many refusal and cut lines a session writes at once; past
+// them, one a second, and the next line written says how many were left
+// out.
+const logBurst = 32
+
+// logLimit is a session's budget of log lines: a refusal per connection,
+// and a sandbox opens connections as fast as it likes.
+type logLimit struct {
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	started bool
+	skipped int // left out since the last line written
+	total   int // left out in all
+}
+
+// take reports whether a line may be written now, and how many were left
+// out since the last one.
+func (l *logLimit) take() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.started {
+		l.started, l.tokens, l.last = true, logBurst, now
+	}
+	l.tokens = min(logBurst, l.tokens+now.Sub(l.last).Seconds())
+	l.last = now
+	if l.tokens < 1 {
+		l.skipped++
+		l.total++
+		return 0, false
+	}
+	l.tokens--
+	n := l.skipped
+	l.skipped = 0
+	return n, true
+}
+
+// leftOut returns how many lines were left out in all.
+func (l *logLimit) leftOut() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
 }
 
 // acquire counts a connection to k, or says why it may not be made.

@@ -333,8 +333,11 @@ func NewHost(conn io.ReadWriteCloser, timeout time.Duration) (*Host, error) {
 	br := bufio.NewReader(conn)
 	got := make(chan error, 1)
 	go func() {
-		line, err := br.ReadString('\n')
-		if err == nil && line != ready {
+		// Exactly the line's length, never a line without bound: the
+		// sandbox's programs, as its user, may be what writes there.
+		line := make([]byte, len(ready))
+		_, err := io.ReadFull(br, line)
+		if err == nil && string(line) != ready {
 			err = fmt.Errorf("relay: said %q", line)
 		}
 		got <- err

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -85,5 +86,31 @@ func TestEnv(t *testing.T) {
 		if !strings.Contains(env, want) {
 			t.Errorf("env %q lacks %s", env, want)
 		}
+	}
+}
+
+// TestHostReadsABoundedReadyLine: an exec that never ends its first line
+// is refused after reading the ready line's length, not read without
+// bound.
+func TestHostReadsABoundedReadyLine(t *testing.T) {
+	r, w := io.Pipe()
+	var sent atomic.Int64
+	go func() {
+		buf := []byte(strings.Repeat("x", 64<<10))
+		for sent.Load() < 64<<20 {
+			n, err := w.Write(buf)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		w.Close()
+	}()
+	_, err := NewHost(duplex{r, io.Discard, func() { r.Close() }}, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "said") {
+		t.Fatalf("NewHost: %v; want it refused for what the relay said", err)
+	}
+	if n := sent.Load(); n > 1<<20 {
+		t.Errorf("NewHost read %d MiB of a ready line; want at most the buffer's", n>>20)
 	}
 }
