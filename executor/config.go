@@ -47,6 +47,11 @@ type Config struct {
 	// allowed here but absent from the engine fails the run with a clear error.
 	Runtimes       []string
 	DefaultRuntime string
+	// PatchedRunc is the engine runtime runc sandboxes run under when the
+	// engine offers it at start: `make runc` registers a patched runc as
+	// PatchedRunc (the default). Empty always uses the engine's own runc. A
+	// Result's runtime says runc either way (SECURITY.md, "The runc airlock runs").
+	PatchedRunc string
 	// KillGrace is the time between SIGTERM and SIGKILL when a run is ended.
 	KillGrace time.Duration
 	// MaxArgBytes bounds command, argv, env and labels together; MaxStdin bounds stdin.
@@ -162,6 +167,7 @@ func DefaultConfig() Config {
 		Networks:             []string{"none"},
 		Runtimes:             []string{"runc", "runsc"},
 		DefaultRuntime:       "runc",
+		PatchedRunc:          PatchedRunc,
 		KillGrace:            2 * time.Second,
 		MaxBackgroundTimeout: 24 * time.Hour,
 		LogCap:               64 << 20,
