@@ -215,6 +215,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("config: MaxArgBytes must be positive and MaxStdin not negative")
 	case !slices.Contains(c.Runtimes, c.DefaultRuntime):
 		return fmt.Errorf("config: DefaultRuntime %q is not among Runtimes", c.DefaultRuntime)
+	case c.PatchedRunc != "" && (!runtimeRef.MatchString(c.PatchedRunc) || c.PatchedRunc == "runsc"):
+		return fmt.Errorf("config: PatchedRunc %q is not the name of a runc runtime", c.PatchedRunc)
 	case c.MaxBackgroundTimeout <= 0:
 		return fmt.Errorf("config: MaxBackgroundTimeout must be positive")
 	case c.LogCap < 1<<10:

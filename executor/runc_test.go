@@ -278,3 +278,20 @@ func TestNewWarnsOfAffectedRunc(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigPatchedRunc(t *testing.T) {
+	for _, name := range []string{"runsc", "-x", "a b", "runc\n"} {
+		c := testConfig()
+		c.PatchedRunc = name
+		if err := c.check(); err == nil || !strings.Contains(err.Error(), "PatchedRunc") {
+			t.Errorf("PatchedRunc %q: check = %v, want an error naming PatchedRunc", name, err)
+		}
+	}
+	for _, name := range []string{"", "runc", PatchedRunc, "runc-1.5"} {
+		c := testConfig()
+		c.PatchedRunc = name
+		if err := c.check(); err != nil {
+			t.Errorf("PatchedRunc %q: check = %v, want none", name, err)
+		}
+	}
+}
