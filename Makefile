@@ -39,7 +39,7 @@ LISTEN  ?= 127.0.0.1:8080
 BUSYBOX      ?= /bin/busybox
 SERVER_IMAGE ?= airlock/server:local
 
-.PHONY: help build images probe test test-python hostile runsc bench run demo lint tidy server-image compose-up
+.PHONY: help build images probe test test-python hostile runsc runc bench run demo lint tidy server-image compose-up
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +53,9 @@ probe: ## build bin/airlock-probe, the static in-sandbox probe of the kernel sur
 
 runsc: ## install gVisor (Debian's runsc) and register it with the engine (SIGHUP, no restart)
 	.ci/install-runsc
+
+runc: ## build a patched runc (Go module, libseccomp) and register it with the engine as airlock-runc, which runc sandboxes then use (SIGHUP, no restart)
+	.ci/install-runc
 
 hostile: images probe ## the hostile-workload battery alone, under runc and (when the engine has it) runsc
 	$(GO) test -race -count=1 -run 'TestHostile' -timeout 30m ./integration/
@@ -69,7 +72,8 @@ images: build ## build the sandbox images (minimal, debian), offline; each only 
 	.ci/install-debootstrap
 	$(BIN) images build
 
-test: images ## vet, then unit and integration tests against the real engine, under runc and gVisor (and a throw-away PostgreSQL; runsc and PostgreSQL installed if missing); fails on leaked containers; prints the 20 slowest tests
+test: images ## vet, then unit and integration tests against the real engine, under runc (the patched airlock-runc) and gVisor (and a throw-away PostgreSQL; airlock-runc, runsc and PostgreSQL installed if missing); fails on leaked containers; prints the 20 slowest tests
+	.ci/install-runc
 	.ci/install-runsc
 	.ci/install-postgresql
 	$(GO) vet ./...

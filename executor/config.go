@@ -47,6 +47,11 @@ type Config struct {
 	// allowed here but absent from the engine fails the run with a clear error.
 	Runtimes       []string
 	DefaultRuntime string
+	// PatchedRunc is the engine runtime runc sandboxes run under when the
+	// engine offers it at start: `make runc` registers a patched runc as
+	// PatchedRunc (the default). Empty always uses the engine's own runc. A
+	// Result's runtime says runc either way (SECURITY.md, "The runc airlock runs").
+	PatchedRunc string
 	// KillGrace is the time between SIGTERM and SIGKILL when a run is ended.
 	KillGrace time.Duration
 	// MaxArgBytes bounds command, argv, env and labels together; MaxStdin bounds stdin.
@@ -167,6 +172,7 @@ func DefaultConfig() Config {
 		Networks:             []string{"none"},
 		Runtimes:             []string{"runc", "runsc"},
 		DefaultRuntime:       "runc",
+		PatchedRunc:          PatchedRunc,
 		KillGrace:            2 * time.Second,
 		MaxBackgroundTimeout: 24 * time.Hour,
 		LogCap:               64 << 20,
@@ -214,6 +220,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("config: MaxArgBytes must be positive and MaxStdin not negative")
 	case !slices.Contains(c.Runtimes, c.DefaultRuntime):
 		return fmt.Errorf("config: DefaultRuntime %q is not among Runtimes", c.DefaultRuntime)
+	case c.PatchedRunc != "" && (!runtimeRef.MatchString(c.PatchedRunc) || c.PatchedRunc == "runsc"):
+		return fmt.Errorf("config: PatchedRunc %q is not the name of a runc runtime", c.PatchedRunc)
 	case c.MaxBackgroundTimeout <= 0:
 		return fmt.Errorf("config: MaxBackgroundTimeout must be positive")
 	case c.LogCap < 1<<10:

@@ -64,12 +64,14 @@ func (d *dockerEngine) Info(ctx context.Context) (engineInfo, error) {
 	}
 	runtimes := make([]string, 0, len(in.Runtimes))
 	args := make(map[string][]string, len(in.Runtimes))
+	paths := make(map[string]string, len(in.Runtimes))
 	for name, r := range in.Runtimes {
 		runtimes = append(runtimes, name)
-		args[name] = r.Args
+		args[name], paths[name] = r.Args, r.Path
 	}
 	sort.Strings(runtimes)
-	return engineInfo{ID: in.ID, Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes, RuntimeArgs: args}, nil
+	return engineInfo{ID: in.ID, Version: in.ServerVersion, APIVer: d.c.ClientVersion(), CPUs: in.NCPU, Runtimes: runtimes, RuntimeArgs: args,
+		RuntimePaths: paths, DefaultRuntime: in.DefaultRuntime, RuncCommit: in.RuncCommit.ID}, nil
 }
 
 func (d *dockerEngine) InspectImage(ctx context.Context, ref string) (Image, bool, error) {

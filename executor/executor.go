@@ -33,6 +33,7 @@ type Executor struct {
 
 	mu   sync.Mutex
 	info engineInfo
+	runc runcChoice // the engine runtime of runc sandboxes, chosen at start
 
 	buildMu sync.Mutex            // one image build at a time; others wait for its outcome
 	builds  map[string]ImageBuild // the build under way, by image ref (under mu)
@@ -109,6 +110,7 @@ func New(opts ...Option) (*Executor, error) {
 		return nil, e.engineErr("unreachable", err)
 	}
 	e.info = info
+	e.runc = chooseRunc(info, e.cfg.PatchedRunc)
 	if e.cfg.Ceilings.CPUs == 0 {
 		e.cfg.Ceilings.CPUs = float64(info.CPUs)
 	}
@@ -116,6 +118,7 @@ func New(opts ...Option) (*Executor, error) {
 		e.Close()
 		return nil, err
 	}
+	e.runc.warn(e.cfg.Logger, e.cfg.PatchedRunc)
 	if e.cfg.InitPath != EngineInit {
 		if err := checkInit(e.cfg.InitPath); err != nil {
 			e.Close()

@@ -237,6 +237,7 @@ func (e *Executor) create(ctx context.Context, plan containerPlan) (string, erro
 		}
 	}
 	plan.Image, plan.Volumes = img.ID, img.Volumes
+	plan.Runtime = e.engineRuntime(plan.Runtime)
 	cid, err := e.eng.Create(ctx, plan)
 	if errors.Is(err, engine.ErrNameInUse) {
 		// The name is another's container, never ours to remove.

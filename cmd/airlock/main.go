@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,5 +133,7 @@ func versionCmd(w io.Writer) error {
 	defer ex.Close()
 	v, api := ex.EngineVersion()
 	fmt.Fprintf(w, "engine: docker %s (API %s), runtimes: %v\n", v, api, ex.EngineRuntimes())
+	runc, runcVersion := ex.RuncRuntime()
+	fmt.Fprintf(w, "runc sandboxes run under: %s (version %s)\n", runc, cmp.Or(runcVersion, "unknown"))
 	return nil
 }

@@ -55,8 +55,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		svc.Close(context.Background(), false)
 		return err
 	}
+	runc, runcVersion := ex.RuncRuntime()
 	log.Info("airlock serving", "url", "http://"+ln.Addr().String(), "version", version, "data_dir", ex.DataDir(),
-		"audit_log", cfg.AuditLog, "tenants_with_tokens", len(cfg.Tokens))
+		"audit_log", cfg.AuditLog, "tenants_with_tokens", len(cfg.Tokens), "runc_runtime", runc, "runc_version", runcVersion)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(server.ErrorsAsJSON(ln)) }()
 	if !cfg.SkipImageBuilds {

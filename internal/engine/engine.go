@@ -119,6 +119,14 @@ type Info struct {
 	Runtimes []string
 	// RuntimeArgs are the arguments the engine passes each runtime.
 	RuntimeArgs map[string][]string
+	// RuntimePaths are the runtimes' binaries as the engine's configuration
+	// names them ("runc", "/usr/bin/runsc").
+	RuntimePaths map[string]string
+	// DefaultRuntime is the runtime of a container that names none; RuncCommit
+	// is what its binary says of its version ("1.1.5+ds1-1+deb12u1",
+	// "v1.1.12-0-g51d5e94"), "" or "N/A" when the engine could not ask it.
+	DefaultRuntime string
+	RuncCommit     string
 }
 
 // Image is one sandbox image present in the engine.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,10 @@ type Engine struct {
 	Runtimes []string
 	CPUs     int
 	InfoErr  error
+	// RuntimePaths, DefaultRuntime and RuncCommit are info's, as the engine's.
+	RuntimePaths   map[string]string
+	DefaultRuntime string
+	RuncCommit     string
 
 	// createErrs[n] is what the nth create returns (nil, or past the end: success).
 	CreateErrs []error
@@ -177,7 +182,8 @@ func (f *Engine) Info(ctx context.Context) (engine.Info, error) {
 	if f.InfoErr != nil {
 		return engine.Info{}, f.InfoErr
 	}
-	return engine.Info{Version: "fake", APIVer: "1.41", CPUs: f.CPUs, Runtimes: slices.Clone(f.Runtimes)}, nil
+	return engine.Info{Version: "fake", APIVer: "1.41", CPUs: f.CPUs, Runtimes: slices.Clone(f.Runtimes),
+		RuntimePaths: maps.Clone(f.RuntimePaths), DefaultRuntime: f.DefaultRuntime, RuncCommit: f.RuncCommit}, nil
 }
 
 func (f *Engine) InspectImage(ctx context.Context, ref string) (engine.Image, bool, error) {
