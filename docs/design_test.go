@@ -5,8 +5,8 @@ package docs
 import (
 	"bufio"
 	"os"
-	"path"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"testing"
