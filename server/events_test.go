@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -107,16 +106,7 @@ func TestInvalidUTF8ReadsTheSameEverywhere(t *testing.T) {
 		t.Fatalf("follow %q, want %q", got, want)
 	}
 
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes", strings.NewReader(`{"command":`+strconv.Quote(command)+`}`))
-	req.Header.Set("Authorization", "Bearer "+tokA)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := readEvents(t, resp.Body)
+	events := readEvents(t, h.postEvents("", map[string]any{"command": command}).Body)
 	if got := joined(events, "stdout"); got != want {
 		t.Fatalf("run stream %q, want %q", got, want)
 	}

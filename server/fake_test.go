@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -227,17 +225,7 @@ func TestRunEventsSayQueued(t *testing.T) {
 		first <- status
 	}()
 	<-f.Started
-	data, _ := json.Marshal(map[string]any{"command": "true", "queue_timeout": 30})
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes", bytes.NewReader(data))
-	req.Header.Set("Authorization", "Bearer "+tokA)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := readEvents(t, resp.Body)
+	events := readEvents(t, h.postEvents("", map[string]any{"command": "true", "queue_timeout": 30}).Body)
 	var names []string
 	for _, ev := range events {
 		names = append(names, ev.name)
@@ -274,17 +262,7 @@ func TestRunEventsWaitForTheImageBuild(t *testing.T) {
 		}
 	}
 	time.AfterFunc(3*testTimeouts.Write, func() { close(f.BuildGate) })
-	data, _ := json.Marshal(map[string]any{"command": "true"})
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes", bytes.NewReader(data))
-	req.Header.Set("Authorization", "Bearer "+tokA)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := readEvents(t, resp.Body)
+	events := readEvents(t, h.postEvents("", map[string]any{"command": "true"}).Body)
 	var names []string
 	for _, ev := range events {
 		names = append(names, ev.name)

@@ -134,6 +134,24 @@ func startHarness(t *testing.T, configure func(*Config), fake *enginefake.Engine
 	return h
 }
 
+// postEvents posts body as a run of alpha's that asks for Server-Sent Events
+// (query, e.g. "?encoding=base64", on the path), and returns the answer; its
+// body is closed when the test ends.
+func (h *harness) postEvents(query string, body any) *http.Response {
+	h.t.Helper()
+	data, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(h.t.Context(), "POST", h.url+"/v1/processes"+query, bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+tokA)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
 // do sends a request with token (none when empty) and a JSON body (raw when a
 // string), and returns the status and body.
 func (h *harness) do(method, path, token string, body any) (int, []byte, http.Header) {
@@ -573,19 +591,7 @@ func TestBackgroundLifecycle(t *testing.T) {
 // Result; a refusal before the start is an ordinary error response.
 func TestRunAsEvents(t *testing.T) {
 	h := newHarness(t, nil)
-	post := func(query string, body map[string]any) *http.Response {
-		data, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(t.Context(), "POST", h.url+"/v1/processes"+query, bytes.NewReader(data))
-		req.Header.Set("Authorization", "Bearer "+tokA)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
-	}
+	post := h.postEvents
 	// 1.5 s between the two lines: longer than the harness's 1 s write timeout too.
 	resp := post("?encoding=base64", map[string]any{"command": "echo one; printf '\\377' >&2; sleep 1.5; echo two; exit 3"})
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
