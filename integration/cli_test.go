@@ -423,3 +423,17 @@ func TestCLIJobKilledFromOutside(t *testing.T) {
 		t.Errorf("wait: %+v; want killed, 137, SIGKILL, and the reason", r)
 	}
 }
+
+// TestCLISandboxCAFileChecked: the CLI with no server takes the authorities
+// of a network that re-signs TLS from $AIRLOCK_SANDBOX_CA_FILE, as a server
+// takes sandbox_ca_file, and a file that holds no certificate is refused,
+// named, before anything runs.
+func TestCLISandboxCAFileChecked(t *testing.T) {
+	t.Parallel()
+	bad := filepath.Join(t.TempDir(), "network-ca.pem")
+	os.WriteFile(bad, []byte("not a certificate\n"), 0o644)
+	_, stderr, code := airlockEnv(t, []string{"AIRLOCK_SANDBOX_CA_FILE=" + bad}, "", "run", "--", "echo", "hi")
+	if code != 125 || !strings.Contains(stderr, "sandbox_ca_file "+bad) {
+		t.Errorf("run with a bad CA file: exit %d, stderr %q; want 125 naming the file", code, stderr)
+	}
+}

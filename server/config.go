@@ -649,13 +649,21 @@ func (c *Config) sandboxCAs(ec *executor.Config) error {
 	if c.SandboxCAFile == "" {
 		return nil
 	}
-	data, err := os.ReadFile(c.SandboxCAFile)
+	return LoadSandboxCAs(c.SandboxCAFile, ec)
+}
+
+// LoadSandboxCAs reads file, PEM certificates of the authorities of a network
+// that re-signs TLS, into ec: for every sandbox's trust bundle, and for the
+// proxy's roots beside the host's. The CLI without a server reads
+// $AIRLOCK_SANDBOX_CA_FILE with it.
+func LoadSandboxCAs(file string, ec *executor.Config) error {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("sandbox_ca_file: %w", err)
 	}
 	certs, err := executor.ParseCertificates(data)
 	if err != nil {
-		return fmt.Errorf("sandbox_ca_file %s: %w", c.SandboxCAFile, err)
+		return fmt.Errorf("sandbox_ca_file %s: %w", file, err)
 	}
 	roots, err := x509.SystemCertPool()
 	if err != nil {

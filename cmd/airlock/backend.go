@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-sandbox/airlock/client"
 	"github.com/airlock-sandbox/airlock/executor"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/server"
 )
 
 // backend is where the job commands act: the engine on this machine, through an
@@ -137,6 +138,12 @@ func openBackend(serverURL string, pol *policy.Policy) (backend, error) {
 	cfg := executor.DefaultConfig()
 	if pol != nil {
 		cfg.Policy = pol
+	}
+	// The authorities of a network that re-signs TLS, as a server takes them.
+	if file := os.Getenv("AIRLOCK_SANDBOX_CA_FILE"); file != "" {
+		if err := server.LoadSandboxCAs(file, &cfg); err != nil {
+			return nil, err
+		}
 	}
 	ex, err := executor.New(executor.WithConfig(cfg))
 	if err != nil {
