@@ -277,6 +277,10 @@ func longRequest(next http.Handler) http.Handler {
 	})
 }
 
+// startTime bounds the answer to a background start or a workspace's
+// creation: the engine may be slow, or the image built first.
+const startTime = time.Minute
+
 // slack is added to a run's own time (and a wait's) for its answer to be
 // written: the server's write timeout, which plain answers get whole (a minute
 // when the server has none).

@@ -30,7 +30,7 @@ func (a *httpAPI) run(w http.ResponseWriter, r *http.Request, tenant string) err
 		return err
 	}
 	if spec.Background {
-		extend(w, slack(r)) // a start may wait on the engine, or build the image first
+		extend(w, startTime) // a start may wait on the engine, or build the image first
 		p, err := a.svc.Start(r.Context(), tenant, spec, "http", r.RemoteAddr)
 		if err != nil {
 			return err

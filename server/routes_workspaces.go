@@ -33,7 +33,7 @@ func (a *httpAPI) createWorkspace(w http.ResponseWriter, r *http.Request, tenant
 	if err := readJSON(w, r, &spec, smallBody, true); err != nil {
 		return err
 	}
-	extend(w, slack(r)) // the holder's image may be built first
+	extend(w, startTime) // the holder's image may be built first
 	ws, err := a.svc.CreateWorkspace(r.Context(), tenant, spec, "http", r.RemoteAddr)
 	if err != nil {
 		return err
