@@ -240,6 +240,9 @@ type setting struct {
 	set  func(*Config, string) error
 }
 
+// switches are the settings that are on or off: their flag alone says on.
+var switches = map[string]bool{"allow-root": true, "kill-jobs-on-shutdown": true, "skip-image-builds": true}
+
 func (s setting) env() string {
 	return "AIRLOCK_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
 }
@@ -393,7 +396,11 @@ func Load(name string, args []string, getenv func(string) string, out io.Writer)
 	fs.BoolVar(&printConfig, "print-config", false, "print the effective configuration (tokens redacted) and exit")
 	flagged := map[string]string{}
 	for _, s := range settings {
-		fs.Func(s.name, s.help+" (env "+s.env()+")", func(v string) error {
+		define := fs.Func
+		if switches[s.name] {
+			define = fs.BoolFunc // --kill-jobs-on-shutdown alone means true
+		}
+		define(s.name, s.help+" (env "+s.env()+")", func(v string) error {
 			flagged[s.name] = v
 			return nil
 		})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"slices"
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/api"
@@ -137,5 +138,24 @@ func TestLoadPull(t *testing.T) {
 	}
 	if ec, err := cfg.ExecutorConfig(); err != nil || ec.Pull != executor.PullMissing {
 		t.Fatalf("--pull missing: %v, %v", ec.Pull, err)
+	}
+}
+
+// A switch's flag alone turns it on, =false turns it off, and the next
+// argument stays an argument of its own.
+func TestLoadSwitches(t *testing.T) {
+	none := func(string) string { return "" }
+	cfg, _, err := Load("serve", []string{"--data", t.TempDir(), "--kill-jobs-on-shutdown", "--skip-image-builds", "--max-pids", "300"}, none, io.Discard)
+	if err != nil || !cfg.KillJobsOnShutdown || !cfg.SkipImageBuilds || cfg.Ceilings.Pids != 300 {
+		t.Fatalf("switches alone: %v; kill %v skip %v pids %d", err, cfg.KillJobsOnShutdown, cfg.SkipImageBuilds, cfg.Ceilings.Pids)
+	}
+	cfg, _, err = Load("serve", []string{"--data", t.TempDir(), "--skip-image-builds=false"}, none, io.Discard)
+	if err != nil || cfg.SkipImageBuilds {
+		t.Fatalf("--skip-image-builds=false: %v, %v", err, cfg.SkipImageBuilds)
+	}
+	for name := range switches {
+		if !slices.ContainsFunc(settings, func(s setting) bool { return s.name == name }) {
+			t.Errorf("switch %q is no setting", name)
+		}
 	}
 }

@@ -70,7 +70,7 @@ class Server:
         self.proc = subprocess.Popen(
             [self.bin, "serve", "--config", os.path.join(self.dir, "config.json"),
              "--listen", "127.0.0.1:%d" % self.port, "--data", os.path.join(self.dir, "data"),
-             "--pool", pool, "--kill-jobs-on-shutdown", "true", "--max-memory", "1g", *args],
+             "--pool", pool, "--kill-jobs-on-shutdown=true", "--max-memory", "1g", *args],
             env=penv, stdout=self.log, stderr=subprocess.STDOUT)
         self._wait_ready()
 
