@@ -159,11 +159,13 @@ func assertGone(t *testing.T, res executor.Result) {
 	if left := managedContainers(context.Background(), res.ID); len(left) > 0 {
 		t.Errorf("run %s left containers: %v", res.ID, left)
 	}
-	// A warm sandbox carries the pool's id, and goes a moment after its run.
+	// A warm sandbox carries the pool's id, and goes a moment after its run:
+	// within the minute the executor gives a removal (executor/run.go, discard),
+	// which a loaded engine takes tens of seconds of.
 	if res.ContainerID == "" {
 		return
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := docker.ContainerInspect(context.Background(), res.ContainerID); err != nil {
 			return
 		}
