@@ -17,10 +17,12 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -440,20 +442,30 @@ func TestEgressJobAcrossRestart(t *testing.T) {
 // the kernel checks the path's permissions for that user. The thread ends
 // with the call (it is never unlocked), so nothing else runs as uid.
 func dialAs(uid int, path string) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		unix.Setfsgid(uid)
-		unix.Setfsuid(uid)
-		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer unix.Close(fd)
-		errc <- unix.Connect(fd, &unix.SockaddrUnix{Name: path})
-	}()
-	return <-errc
+	// A process of its own, as the user would have: its real, effective and
+	// fs ids are uid's and it holds no capability (a thread of this root
+	// process with only its fsuid changed keeps CAP_SYS_PTRACE, which opens
+	// any /proc/PID/root).
+	cmd := exec.Command("python3", "-c", `import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(sys.argv[1])
+    print(0)
+except OSError as e:
+    print(e.errno or 1)`, path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("dial as uid %d: %v", uid, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return fmt.Errorf("dial as uid %d: %q", uid, out)
+	}
+	if n == 0 {
+		return nil
+	}
+	return unix.Errno(n)
 }
 
 // TestEgressRelaySocketIsPrivate: another user of the engine's host, who
