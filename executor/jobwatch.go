@@ -65,6 +65,9 @@ func minTime(a, b time.Time) time.Time {
 const (
 	watchTick    = 200 * time.Millisecond
 	watchSaveGap = time.Second
+	// forceResend is how often a SIGKILL the init has not carried out is
+	// sent again, until the backstop.
+	forceResend = time.Second
 )
 
 // watcher is the one goroutine, in the one process holding the job's lock, that
@@ -79,6 +82,9 @@ type watcher struct {
 	secrets runSecrets
 	poke    chan struct{} // a kill order was just recorded
 	done    chan struct{} // closed when the watcher stops
+	// forceSent is when the watcher last asked the init again for a SIGKILL
+	// (see enforce).
+	forceSent time.Time
 	// live is closed once the watcher knows the container ran when it began:
 	// at once for a job this process started, after a look at the engine
 	// for one it adopted (which may have stopped while nobody watched).
@@ -400,6 +406,17 @@ func (w *watcher) enforce(ctx context.Context, cid string) {
 			e.cfg.Logger.Warn("SIGKILL after force_after", "id", w.id, "err", err)
 		}
 		return
+	}
+	// Until the backstop, a SIGKILL the init was asked for is asked again each
+	// second: one sent before the init listened for it (a job just started,
+	// on a loaded host) is lost, since the kernel drops a signal PID 1 has no
+	// handler for.
+	if k != nil && !k.BackstopAt.IsZero() && !k.BackstopDone && now.Before(k.BackstopAt) &&
+		now.Sub(k.At) >= forceResend && now.Sub(w.forceSent) >= forceResend {
+		w.forceSent = now
+		if err := e.signal(ctx, cid, j, "SIGKILL"); err != nil {
+			e.cfg.Logger.Debug("SIGKILL asked again", "id", w.id, "err", err)
+		}
 	}
 	if k != nil && !k.BackstopAt.IsZero() && !k.BackstopDone && now.After(k.BackstopAt) {
 		nj, err := e.update(w.id, func(j *job) error {
