@@ -446,7 +446,9 @@ func dialAs(uid int, path string) error {
 	// fs ids are uid's and it holds no capability (a thread of this root
 	// process with only its fsuid changed keeps CAP_SYS_PTRACE, which opens
 	// any /proc/PID/root).
-	cmd := exec.Command("python3", "-c", `import socket, sys
+	// The system's python3: another user may traverse none of root's own
+	// directories (a pyenv under /root, say).
+	cmd := exec.Command("/usr/bin/python3", "-c", `import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     s.connect(sys.argv[1])
@@ -454,6 +456,7 @@ try:
 except OSError as e:
     print(e.errno or 1)`, path)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/bin:/bin", "HOME=/"}
 	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("dial as uid %d: %v", uid, err)
