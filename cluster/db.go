@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +85,10 @@ func WithMaxConns(n int) Option {
 // Several nodes may Open at once: the migration runs once, under an advisory
 // lock. A database whose schema is newer than this airlock knows is refused
 // (ErrSchemaNewer) rather than rolled back.
+// idleInTransaction is how long a node's transaction may wait on the node
+// before PostgreSQL ends its session (see Open).
+const idleInTransaction = 5 * time.Second
+
 func Open(ctx context.Context, url string, opts ...Option) (*Cluster, error) {
 	o := options{log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
@@ -100,6 +105,13 @@ func Open(ctx context.Context, url string, opts ...Option) (*Cluster, error) {
 	}
 	if o.maxConns > 0 {
 		cfg.MaxConns = o.maxConns
+	}
+	// Every transaction of this package is a few statements with no wait
+	// between them. One left open longer is a node that stopped mid-way
+	// (SIGSTOP, a frozen VM): PostgreSQL ends its session, so that its row
+	// locks do not keep the others' sweep from declaring its jobs lost.
+	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(idleInTransaction.Milliseconds()))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
